@@ -1,0 +1,313 @@
+"""The band-trio error hierarchy.
+
+Every error band-trio raises on purpose derives from :class:`BandError`. Whether
+an error is worth retrying is a property of the error (:attr:`BandError.retryable`),
+never something callers have to guess from a message.
+
+Secrets never appear here: no error stores an API key, a request header or a
+raw response header. Response bodies are kept only as the parsed platform
+error fields (``code``, ``message``, ``request_id``, ``details``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "APIStatusError",
+    "AgentAlreadyRunningError",
+    "AuthenticationError",
+    "BadRequestError",
+    "BandConfigError",
+    "BandConnectionError",
+    "BandError",
+    "BandProtocolError",
+    "BandTimeoutError",
+    "ConflictError",
+    "ContentTooLargeError",
+    "FrameError",
+    "InputNotAccepted",
+    "InternalServerError",
+    "InvalidEventError",
+    "JoinError",
+    "LocalProtocolError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "RangeNotSatisfiableError",
+    "RateLimitError",
+    "RoomExecutionStoppedError",
+    "ServiceUnavailableError",
+    "SupersededError",
+    "UnprocessableEntityError",
+    "UpgradeRefusedError",
+    "error_for_status",
+]
+
+
+class BandError(Exception):
+    """Root of every error band-trio raises on purpose.
+
+    Attributes:
+        retryable: True when the same operation may succeed if tried again later
+            (a dropped socket, a 429, a 503). False means terminal: retrying the
+            same call will fail the same way.
+    """
+
+    retryable: bool = False
+
+    @property
+    def terminal(self) -> bool:
+        """The opposite of :attr:`retryable`."""
+        return not self.retryable
+
+
+class BandConfigError(BandError, ValueError):
+    """Setup or lifecycle misuse: a missing or invalid setting, a bad argument."""
+
+
+class AgentAlreadyRunningError(BandConfigError):
+    """Another connection for this agent exists and the platform refused ours (409)."""
+
+
+class LocalProtocolError(BandError):
+    """We misused a protocol object (for example, joined a topic twice)."""
+
+
+class BandProtocolError(BandError):
+    """The peer broke the protocol: a malformed frame, an invalid payload."""
+
+
+class FrameError(BandProtocolError):
+    """A WebSocket frame that is not a valid Phoenix v2 frame (or is too large)."""
+
+
+class InvalidEventError(BandProtocolError):
+    """An application event whose payload fails validation, or an unknown event.
+
+    The link turns these into counted, logged rejections and keeps running.
+
+    Attributes:
+        topic: the Phoenix topic the event arrived on.
+        event: the event name.
+        reason: what was wrong, without payload contents that could hold secrets.
+    """
+
+    def __init__(self, topic: str, event: str, reason: str) -> None:
+        super().__init__(f"invalid {event!r} event on {topic!r}: {reason}")
+        self.topic = topic
+        self.event = event
+        self.reason = reason
+
+
+class BandConnectionError(BandError):
+    """The transport failed: could not connect, the socket dropped, a request was lost."""
+
+    retryable = True
+
+
+class BandTimeoutError(BandConnectionError):
+    """An operation did not complete within its deadline."""
+
+
+class JoinError(BandError):
+    """The platform refused (or did not answer) a channel join.
+
+    Attributes:
+        topic: the topic that could not be joined.
+        reason: the platform's ``response.reason``, or ``"timeout"``.
+    """
+
+    def __init__(self, topic: str, reason: str, *, retryable: bool = False) -> None:
+        super().__init__(f"could not join {topic!r}: {reason}")
+        self.topic = topic
+        self.reason = reason
+        self.retryable = retryable
+
+
+class UpgradeRefusedError(BandConnectionError):
+    """The platform refused the WebSocket upgrade with an HTTP status.
+
+    Attributes:
+        status_code: the HTTP status of the refusal.
+        code: the platform error code from the JSON body, if any.
+        message: the platform error message, if any.
+        retry_after: seconds to wait before retrying, if the platform said so.
+    """
+
+    def __init__(
+        self,
+        status_code: int,
+        *,
+        code: str | None = None,
+        message: str | None = None,
+        retry_after: float | None = None,
+        retryable: bool,
+    ) -> None:
+        text = f"WebSocket upgrade refused with HTTP {status_code}"
+        if code:
+            text += f" ({code})"
+        if message:
+            text += f": {message}"
+        super().__init__(text)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+        self.retryable = retryable
+
+
+class SupersededError(BandConnectionError):
+    """A newer connection for this agent took over; the platform evicted ours.
+
+    Attributes mirror the ``supersede`` push.
+    """
+
+    def __init__(
+        self,
+        *,
+        reason: str,
+        message: str,
+        retryable: bool = False,
+        retry_after: int | None = None,
+        correlation_id: str | None = None,
+    ) -> None:
+        super().__init__(f"connection superseded ({reason}): {message}")
+        self.reason = reason
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.correlation_id = correlation_id
+
+
+class RoomExecutionStoppedError(BandError):
+    """The room's agent execution is stopped (HTTP 204 on a lifecycle mark, or
+    403 "execution is stopped" on a message or event post)."""
+
+    retryable = True
+
+    def __init__(self, room_id: str) -> None:
+        super().__init__(f"agent execution is stopped in room {room_id}")
+        self.room_id = room_id
+
+
+class InputNotAccepted(BandError):
+    """Raised by an adapter to prove it started no work for this message.
+
+    The runtime keeps the message, does not charge the attempt, and retries it.
+    """
+
+    retryable = True
+
+
+class APIStatusError(BandError):
+    """The REST API answered with an error status.
+
+    Attributes:
+        status_code: the HTTP status.
+        code: the platform's ``error.code`` (for example ``not_found``).
+        message: the platform's ``error.message``.
+        request_id: the platform's ``error.request_id``.
+        details: the platform's ``error.details`` (validation errors are keyed by
+            JSON pointer, for example ``/processing_attempt``).
+        retry_after: seconds the platform asked us to wait, when it said so.
+    """
+
+    def __init__(
+        self,
+        status_code: int,
+        *,
+        code: str | None = None,
+        message: str | None = None,
+        request_id: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        retry_after: float | None = None,
+        method: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        where = f" on {method} {path}" if method and path else ""
+        text = f"HTTP {status_code}{where}"
+        if code:
+            text += f" [{code}]"
+        if message:
+            text += f": {message}"
+        super().__init__(text)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+        self.details: Mapping[str, Any] = dict(details or {})
+        self.retry_after = retry_after
+        self.method = method
+        self.path = path
+
+
+class BadRequestError(APIStatusError):
+    """HTTP 400."""
+
+
+class AuthenticationError(APIStatusError):
+    """HTTP 401: the API key is missing or wrong."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """HTTP 403."""
+
+
+class NotFoundError(APIStatusError):
+    """HTTP 404 (the platform also uses it to hide things you may not see)."""
+
+
+class ConflictError(APIStatusError):
+    """HTTP 409."""
+
+
+class ContentTooLargeError(APIStatusError):
+    """HTTP 413."""
+
+
+class RangeNotSatisfiableError(APIStatusError):
+    """HTTP 416."""
+
+
+class UnprocessableEntityError(APIStatusError):
+    """HTTP 422: the request was understood but failed validation."""
+
+
+class RateLimitError(APIStatusError):
+    """HTTP 429."""
+
+    retryable = True
+
+
+class InternalServerError(APIStatusError):
+    """HTTP 5xx other than 503."""
+
+    retryable = True
+
+
+class ServiceUnavailableError(InternalServerError):
+    """HTTP 503."""
+
+
+_BY_STATUS: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: ContentTooLargeError,
+    416: RangeNotSatisfiableError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+    503: ServiceUnavailableError,
+}
+
+
+def error_for_status(status_code: int) -> type[APIStatusError]:
+    """The :class:`APIStatusError` subclass for an HTTP status."""
+    if status_code in _BY_STATUS:
+        return _BY_STATUS[status_code]
+    if status_code >= 500:
+        return InternalServerError
+    return APIStatusError
