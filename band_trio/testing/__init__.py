@@ -1,0 +1,2 @@
+"""Testing helpers for band-trio users: the local-platform pytest fixture, fakes,
+and the adapter conformance kit."""
