@@ -1,0 +1,57 @@
+"""An echo agent written with the OFFICIAL asyncio ``band-sdk``.
+
+This file runs only inside its own virtual environment (created by
+``tests/interop/venvs.py``) as an interop peer: band-trio never imports it, and
+nothing in ``band_trio/`` imports ``band``. It replies to every message with
+``echo: <content>`` mentioning the sender, so a test can check that the local
+platform serves a client we did not write.
+
+Configuration comes from the environment: BAND_AGENT_ID, BAND_API_KEY,
+BAND_REST_URL, BAND_WS_URL. It prints ``READY`` on stdout once started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from band import Agent
+from band.core.simple_adapter import SimpleAdapter
+
+
+class EchoAdapter(SimpleAdapter[object]):
+    async def on_message(  # type: ignore[override]
+        self,
+        msg,
+        tools,
+        history,
+        participants_msg,
+        contacts_msg,
+        *,
+        is_session_bootstrap,
+        room_id,
+    ) -> None:
+        await tools.send_message(f"echo: {msg.content}", mentions=[msg.sender_id])
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        await super().on_started(agent_name, agent_description)
+        print("READY", flush=True)
+
+
+async def main() -> None:
+    agent = Agent.create(
+        adapter=EchoAdapter(),
+        agent_id=os.environ["BAND_AGENT_ID"],
+        api_key=os.environ["BAND_API_KEY"],
+        rest_url=os.environ["BAND_REST_URL"],
+        ws_url=os.environ["BAND_WS_URL"],
+    )
+    await agent.run(shutdown_timeout=5)
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.exit(0)
