@@ -11,7 +11,7 @@ error fields (``code``, ``message``, ``request_id``, ``details``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "ConflictError",
     "ContentTooLargeError",
     "FrameError",
+    "HistoryConversionError",
     "InputNotAccepted",
     "InternalServerError",
     "InvalidEventError",
@@ -39,6 +40,7 @@ __all__ = [
     "RoomExecutionStoppedError",
     "ServiceUnavailableError",
     "SupersededError",
+    "UnknownParticipantError",
     "UnprocessableEntityError",
     "UpgradeRefusedError",
     "error_for_status",
@@ -198,6 +200,31 @@ class InputNotAccepted(BandError):
     """
 
     retryable = True
+
+
+class HistoryConversionError(BandError):
+    """An adapter's history converter raised while preparing a turn.
+
+    The original error is the ``__cause__``. The runtime treats the turn as
+    failed but keeps its context (history, participants) owed for the next try.
+    """
+
+
+class UnknownParticipantError(BandError, ValueError):
+    """A mention names nobody in the room's roster.
+
+    Attributes:
+        identifier: the handle, name or id that matched nobody.
+        available_handles: the handles that would have matched (the agent excluded).
+    """
+
+    def __init__(self, identifier: str, available_handles: Sequence[str]) -> None:
+        self.identifier = identifier
+        self.available_handles = tuple(available_handles)
+        super().__init__(
+            f"Unknown participant {identifier!r}. "
+            f"Available handles: {list(self.available_handles)!r}"
+        )
 
 
 class APIStatusError(BandError):

@@ -1,0 +1,1 @@
+"""The agent runtime: public types, sans-io cores and the Trio engine."""
