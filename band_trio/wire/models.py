@@ -220,7 +220,7 @@ class TaskCreateRequest:
 
     subject: str
     detail: str | None = None
-    supersedes_id: str | None = None
+    supersedes_id: str | int | None = None
     extra: Mapping[str, Any] = _extra()
 
 
