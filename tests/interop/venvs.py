@@ -8,8 +8,10 @@ requirements, so only the first run pays for the install.
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
+import threading
 import venv
 from pathlib import Path
 
@@ -20,22 +22,50 @@ BAND_SDK = ("band-sdk==6.0.1",)
 BAND_CLIENT_REST = ("band-client-rest==0.0.51",)
 
 
+_ready: dict[str, Path] = {}
+_lock = threading.Lock()
+
+
 def ensure_venv(name: str, requirements: tuple[str, ...]) -> Path:
-    """Create (once) a venv with ``requirements`` and return its python."""
-    root = INTEROP_DIR / name
-    python = root / "bin" / "python"
-    marker = root / ".installed"
-    wanted = "\n".join(requirements)
-    if python.exists() and marker.exists() and marker.read_text() == wanted:
+    """Create (once) a venv with ``requirements`` and return its python.
+
+    Safe to call from several threads and several processes at once (a file
+    lock serialises the installs); after the first success in a process the
+    answer is cached. The marker file is written only once pip succeeded, so an
+    interrupted install is redone from scratch next time.
+
+    Raises:
+        subprocess.CalledProcessError: pip failed (e.g. the package index is
+            unreachable).
+    """
+    with _lock:
+        if name in _ready:
+            return _ready[name]
+        root = INTEROP_DIR / name
+        python = root / "bin" / "python"
+        marker = root / ".installed"
+        wanted = "\n".join(requirements)
+        INTEROP_DIR.mkdir(parents=True, exist_ok=True)
+        with open(INTEROP_DIR / f".{name}.lock", "w") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            if not (python.exists() and marker.exists() and marker.read_text() == wanted):
+                venv.EnvBuilder(with_pip=True, clear=True).create(root)
+                subprocess.run(
+                    [
+                        str(python),
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                        *requirements,
+                    ],
+                    check=True,
+                    timeout=600,
+                )
+                marker.write_text(wanted)
+        _ready[name] = python
         return python
-    venv.EnvBuilder(with_pip=True, clear=True).create(root)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
-        check=True,
-        timeout=600,
-    )
-    marker.write_text(wanted)
-    return python
 
 
 def band_sdk_python() -> Path:
