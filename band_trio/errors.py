@@ -24,6 +24,7 @@ __all__ = [
     "BandError",
     "BandProtocolError",
     "BandTimeoutError",
+    "BandToolError",
     "ConflictError",
     "ContentTooLargeError",
     "FrameError",
@@ -40,6 +41,7 @@ __all__ = [
     "RoomExecutionStoppedError",
     "ServiceUnavailableError",
     "SupersededError",
+    "ToolArgumentsError",
     "UnknownParticipantError",
     "UnprocessableEntityError",
     "UpgradeRefusedError",
@@ -191,6 +193,25 @@ class RoomExecutionStoppedError(BandError):
     def __init__(self, room_id: str) -> None:
         super().__init__(f"agent execution is stopped in room {room_id}")
         self.room_id = room_id
+
+
+class BandToolError(BandError, ValueError):
+    """A platform tool refused a call: an unknown participant, a missing mention,
+    a file that is not available. The message is written for the model to read."""
+
+
+class ToolArgumentsError(BandToolError):
+    """A tool was called with arguments that fail its schema.
+
+    Attributes:
+        tool_name: the tool that was called.
+        problems: one readable line per problem (``"<argument>: <what is wrong>"``).
+    """
+
+    def __init__(self, tool_name: str, problems: tuple[str, ...]) -> None:
+        super().__init__(f"Invalid arguments for {tool_name}: " + "; ".join(problems))
+        self.tool_name = tool_name
+        self.problems = problems
 
 
 class InputNotAccepted(BandError):

@@ -1,0 +1,1141 @@
+"""``AgentTools``: the room-bound tools object a turn hands to the adapter.
+
+One instance is built per turn by the engine. Python callers use its methods
+(``send_message``, ``send_event``, ...); models call the same methods through
+:meth:`AgentTools.execute_tool_call`, which validates arguments against the tool
+definitions and turns every failure into a :class:`ToolResult` with ``is_error``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as _dt
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import trio
+
+from band_trio.errors import (
+    APIStatusError,
+    BandConnectionError,
+    BandError,
+    BandToolError,
+    NotFoundError,
+    PermissionDeniedError,
+    RoomExecutionStoppedError,
+    ToolArgumentsError,
+    UnknownParticipantError,
+    UnprocessableEntityError,
+)
+from band_trio.runtime.roster import Roster, available_handles, resolve_mention
+from band_trio.runtime.types import ToolEffect, TurnHooks
+from band_trio.tools._schema import validate_params
+from band_trio.tools.content import is_visible, truncate_event_content
+from band_trio.tools.custom import CustomTools
+from band_trio.tools.definitions import (
+    Capability,
+    SchemaFormat,
+    ToolCategory,
+    ToolDefinition,
+    get_tool_definition,
+    get_tool_schemas,
+)
+from band_trio.tools.inputs import types_for_system
+from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
+from band_trio.wire.models import (
+    Attachment,
+    ChatParticipant,
+    EventCreated,
+    MentionRequest,
+    MessageSent,
+    Peer,
+)
+from band_trio.wire.rest import RestClient
+
+__all__ = [
+    "EVENT_MESSAGE_TYPES",
+    "FILE_UNAVAILABLE",
+    "INLINE_IMAGE_LIMIT",
+    "INLINE_TEXT_LIMIT",
+    "ROOM_FILE_LIMIT",
+    "AgentTools",
+]
+
+logger = logging.getLogger("band_trio.tools")
+
+EVENT_MESSAGE_TYPES = frozenset(
+    {"tool_call", "tool_result", "thought", "error", "task", "attention"}
+)
+"""Event types the platform accepts on ``POST /events`` (protocol.md §4.4 #16)."""
+
+FILE_UNAVAILABLE = "File not found, or file transfer is unavailable in this room."
+INLINE_TEXT_LIMIT = 16384
+INLINE_IMAGE_LIMIT = 5 * 1024 * 1024
+ROOM_FILE_LIMIT = 1_000_000
+_INLINE_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+# Text the model can read even when the platform labels it application/* (the
+# official SDK inlines only text/*, tools_adapters.md §10 item 16).
+_TEXTUAL_APPLICATION_TYPES = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/yaml",
+        "application/x-yaml",
+        "application/csv",
+        "application/javascript",
+        "application/x-ndjson",
+        "application/toml",
+    }
+)
+_CONTEXT_PAGE_LIMIT = 50
+_MAX_CONTEXT_PAGES = 200
+_PEER_PAGE_SIZE = 100
+_MAX_PEER_PAGES = 100
+_ORG_SCOPE_HINT = (
+    'scope="organization" was rejected: the agent\'s owner does not belong to an '
+    'organization. Retry with scope="agent" instead.'
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _tool(
+    name: str,
+) -> Callable[
+    [Callable[Concatenate[AgentTools, P], Awaitable[R]]],
+    Callable[Concatenate[AgentTools, P], Awaitable[R]],
+]:
+    """Mark a method as the implementation of tool ``name``.
+
+    After the method returns a non-None result, the tool's effect is recorded on
+    the turn; a failed call (or a refused blank post returning None) records
+    nothing.
+    """
+    definition = get_tool_definition(name)
+    if definition is None:  # pragma: no cover - import-time guard
+        raise RuntimeError(f"unknown tool {name}")
+    effect = definition.effect
+
+    def decorate(
+        fn: Callable[Concatenate[AgentTools, P], Awaitable[R]],
+    ) -> Callable[Concatenate[AgentTools, P], Awaitable[R]]:
+        @functools.wraps(fn)
+        async def wrapper(self: AgentTools, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            result = await fn(self, *args, **kwargs)
+            if result is not None:
+                self._record(effect)
+            return result
+
+        wrapper.__band_tool__ = name  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+def _participant_from_peer(peer: Peer, role: str) -> ChatParticipant:
+    return ChatParticipant(
+        id=peer.id,
+        role=role,
+        status="active",
+        type=peer.type,
+        name=peer.name,
+        handle=peer.handle,
+        online=peer.online,
+        description=peer.description,
+    )
+
+
+def _norm_handle(handle: str | None) -> str:
+    return (handle or "").strip().lstrip("@").casefold()
+
+
+def _matches(participant: Any, identifier: str) -> bool:
+    """Case-insensitive match on handle (``@`` ignored), name or id."""
+    wanted = identifier.strip()
+    if not wanted:
+        return False
+    if participant.handle and _norm_handle(participant.handle) == _norm_handle(wanted):
+        return True
+    folded = wanted.casefold()
+    name = participant.name or ""
+    return name.casefold() == folded or str(participant.id).casefold() == folded
+
+
+def _resource_id(value: str, what: str) -> str:
+    from band_trio.tools._schema import _RESOURCE_ID
+
+    if not isinstance(value, str) or not _RESOURCE_ID.fullmatch(value):
+        raise BandToolError(
+            f"{what} must contain only ASCII letters, digits, underscores or hyphens"
+        )
+    return value
+
+
+def _task_ref(value: str) -> str:
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(text, str) and text.startswith("#"):
+        text = text[1:]
+    return _resource_id(text, "task id")
+
+
+def _expired(attachment: Attachment, now: _dt.datetime) -> bool:
+    if not attachment.expires_at:
+        return False
+    try:
+        when = _dt.datetime.fromisoformat(attachment.expires_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.UTC)
+    return when <= now
+
+
+def _is_stopped(exc: APIStatusError) -> bool:
+    return isinstance(exc, PermissionDeniedError) and "execution is stopped" in (
+        (exc.message or "").lower()
+    )
+
+
+class AgentTools:
+    """The platform tools, bound to one room for one turn.
+
+    Args:
+        rest: the REST client (``band_trio.wire.rest.RestClient`` or anything with
+            the same methods).
+        room_id: the room this turn runs in; room-bound tools act on it.
+        agent_id: this agent's id (never offered as a mention target).
+        participants: the room's roster snapshot; mentions resolve against it.
+        hooks: the engine's turn hooks (journal replies, stopped rooms, effects).
+            Without hooks, effects are only kept in :attr:`effects`.
+        hub_room_id: the contacts hub room; in it the contact tools are always
+            offered.
+        capabilities: the capabilities this agent offers; None = the default
+            (contacts). Used by :meth:`get_tool_schemas` when the call gives none.
+        custom_tools: custom tools that appear after the platform tools and run
+            through the same dispatcher.
+    """
+
+    def __init__(
+        self,
+        *,
+        rest: RestClient,
+        room_id: str,
+        agent_id: str,
+        participants: Sequence[ChatParticipant],
+        hooks: TurnHooks | None = None,
+        hub_room_id: str | None = None,
+        capabilities: frozenset[Capability] | None = None,
+        custom_tools: CustomTools | None = None,
+    ) -> None:
+        self._rest = rest
+        self._room_id = room_id
+        self._agent_id = agent_id
+        self._participants: list[ChatParticipant] = list(participants)
+        self._hooks = hooks
+        self._hub_room_id = hub_room_id
+        self._capabilities = capabilities
+        self._custom_tools = custom_tools
+        self._effects: list[ToolEffect] = []
+        self._attachments: dict[str, Attachment] = {}
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def room_id(self) -> str:
+        """The room this tools object is bound to."""
+        return self._room_id
+
+    @property
+    def agent_id(self) -> str:
+        """This agent's id."""
+        return self._agent_id
+
+    @property
+    def hub_room_id(self) -> str | None:
+        """The contacts hub room id, if the agent has one."""
+        return self._hub_room_id
+
+    @property
+    def is_hub_room(self) -> bool:
+        """True when this turn runs in the contacts hub room."""
+        return self._hub_room_id is not None and self._hub_room_id == self._room_id
+
+    @property
+    def participants(self) -> tuple[ChatParticipant, ...]:
+        """The current participant snapshot (refreshed by participant tools)."""
+        return tuple(self._participants)
+
+    @property
+    def effects(self) -> tuple[ToolEffect, ...]:
+        """Effects recorded by successful tool calls in this turn, in order."""
+        return tuple(self._effects)
+
+    def available_mention_handles(self) -> list[str]:
+        """Handles of the participants a message can mention (never this agent)."""
+        return available_handles(self._participants, agent_id=self._agent_id)
+
+    def _record(self, effect: ToolEffect) -> None:
+        self._effects.append(effect)
+        if self._hooks is not None:
+            self._hooks.record_effect(effect)
+
+    def _stopped(self) -> None:
+        if self._hooks is not None:
+            self._hooks.execution_stopped()
+
+    # ------------------------------------------------------------ chat tools
+
+    def _resolve_now(self, wanted: Sequence[str]) -> list[ChatParticipant]:
+        roster = Roster(self._participants)
+        out: list[ChatParticipant] = []
+        for identifier in wanted:
+            if not isinstance(identifier, str):
+                raise BandToolError(f"mention {identifier!r} must be a string")
+            participant = resolve_mention(identifier, roster, agent_id=self._agent_id)
+            if participant.id == self._agent_id:
+                raise BandToolError(
+                    f"{identifier!r} is you; mention the participants you are addressing. "
+                    f"Available handles: {self._handles_text()}"
+                )
+            if all(p.id != participant.id for p in out):
+                out.append(participant)
+        if not out:
+            handles = self._handles_text()
+            hint = (
+                f" Available handles: {handles}. Use participant handles from the list."
+                if (self.available_mention_handles())
+                else ""
+            )
+            raise BandToolError(f"At least one mention is required.{hint}")
+        return out
+
+    def _handles_text(self) -> str:
+        return ", ".join(f"@{h}" for h in self.available_mention_handles()) or "(none)"
+
+    async def _resolve_mentions(self, mentions: Iterable[str]) -> list[ChatParticipant]:
+        wanted = [mentions] if isinstance(mentions, str) else list(mentions)
+        try:
+            return self._resolve_now(wanted)
+        except UnknownParticipantError:
+            pass
+        # A participant may have joined after the snapshot was taken: refresh once.
+        with contextlib.suppress(BandError):
+            self._participants = list(await self._rest.list_participants(self._room_id))
+        try:
+            return self._resolve_now(wanted)
+        except UnknownParticipantError as exc:
+            raise BandToolError(
+                f"Unknown participant {exc.identifier!r}. Available handles: {self._handles_text()}"
+            ) from None
+
+    async def _post_message(
+        self,
+        content: str,
+        mentions: Iterable[str],
+        *,
+        attachment_ids: Sequence[str] | None = None,
+        journal: bool = True,
+    ) -> MessageSent | None:
+        if not isinstance(content, str) or not is_visible(content):
+            return None
+        targets = await self._resolve_mentions(mentions)
+        requests = [MentionRequest(id=p.id, handle=p.handle) for p in targets]
+        try:
+            sent = await self._rest.send_message(
+                self._room_id, content, requests, attachment_ids=attachment_ids
+            )
+        except RoomExecutionStoppedError:
+            self._stopped()
+            raise
+        except PermissionDeniedError as exc:
+            if _is_stopped(exc):
+                self._stopped()
+                raise RoomExecutionStoppedError(self._room_id) from exc
+            raise
+        except UnprocessableEntityError as exc:
+            if (exc.message or "") == "mentioned_participant_not_in_room" or (
+                exc.code == "mentioned_participant_not_in_room"
+            ):
+                raise BandToolError(
+                    "mentioned_participant_not_in_room: mentioned participant is not in the room"
+                ) from exc
+            raise
+        if journal and self._hooks is not None:
+            self._hooks.reply_sent(sent.id)
+        return sent
+
+    @_tool("band_send_message")
+    async def send_message(
+        self,
+        content: str,
+        mentions: Sequence[str],
+        *,
+        attachment_ids: Sequence[str] | None = None,
+    ) -> MessageSent | None:
+        """Post a chat message to the room, mentioning at least one participant.
+
+        Mentions are handles (``@alice``, ``alice/helper``), display names or ids
+        of the roster snapshot; a name missing from the snapshot triggers one
+        roster refresh before failing. Once the platform accepts the message the
+        engine is told (``hooks.reply_sent``) and the turn counts as replied.
+
+        Returns:
+            The platform's receipt, or None when ``content`` is blank (nothing is
+            posted and nothing is recorded).
+
+        Raises:
+            BandToolError: no mention, an unknown participant, or a mention the
+                platform says is not in the room.
+            RoomExecutionStoppedError: the room's execution is stopped; the
+                engine has been told and is ending the turn.
+            APIStatusError: any other refusal by the platform.
+        """
+        return await self._post_message(content, mentions, attachment_ids=attachment_ids)
+
+    async def send_notice(self, content: str, mentions: Sequence[str]) -> MessageSent | None:
+        """Post a message like :meth:`send_message` that does not count as the reply.
+
+        For adapter notices ("working on it..."): no effect is recorded and the
+        reply is not journaled.
+        """
+        return await self._post_message(content, mentions, journal=False)
+
+    @_tool("band_send_event")
+    async def send_event(
+        self,
+        content: str,
+        message_type: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> EventCreated | None:
+        """Post an event (``thought``, ``error``, ``task``, ``tool_call``, ...).
+
+        Content over 16384 characters is cut to its head and tail around
+        ``"... [truncated] ..."``. Events never need mentions and never count as
+        the reply.
+
+        Returns:
+            The platform's receipt, or None when ``content`` is blank.
+
+        Raises:
+            BandToolError: ``message_type`` is not an event type the platform accepts.
+            RoomExecutionStoppedError: the room's execution is stopped.
+            APIStatusError: any other refusal by the platform.
+        """
+        if message_type not in EVENT_MESSAGE_TYPES:
+            raise BandToolError(
+                f"message_type must be one of {', '.join(sorted(EVENT_MESSAGE_TYPES))}; "
+                f"got {message_type!r}"
+            )
+        if not isinstance(content, str) or not is_visible(content):
+            return None
+        try:
+            return await self._rest.send_event(
+                self._room_id,
+                truncate_event_content(content),
+                message_type,
+                None if metadata is None else dict(metadata),
+            )
+        except RoomExecutionStoppedError:
+            self._stopped()
+            raise
+        except PermissionDeniedError as exc:
+            if _is_stopped(exc):
+                self._stopped()
+                raise RoomExecutionStoppedError(self._room_id) from exc
+            raise
+
+    @_tool("band_no_reply")
+    async def no_reply(self, reason: str | None = None) -> dict[str, str]:
+        """End the turn without posting: the latest message needs no answer.
+
+        Makes no request; the reason is only logged.
+        """
+        await trio.lowlevel.checkpoint()
+        logger.info("no reply in room %s: %s", self._room_id, reason or "(no reason)")
+        return {"status": "no_reply"}
+
+    async def get_participants_list(self) -> list[ChatParticipant]:
+        """Fetch the roster from the platform and replace the snapshot with it."""
+        fresh = await self._rest.list_participants(self._room_id)
+        self._participants = list(fresh)
+        return list(fresh)
+
+    @_tool("band_get_participants")
+    async def get_participants(self) -> list[dict[str, Any]]:
+        """List the room's participants (and refresh the roster snapshot)."""
+        fresh = await self.get_participants_list()
+        return [
+            {
+                "id": p.id,
+                "name": p.name,
+                "handle": p.handle,
+                "type": p.type,
+                "role": p.role,
+                "status": p.status,
+                "online": p.online,
+            }
+            for p in fresh
+        ]
+
+    @_tool("band_lookup_peers")
+    async def lookup_peers(self, page: int = 1, page_size: int = 50) -> dict[str, Any]:
+        """List agents and users that could be added to this room."""
+        result = await self._rest.list_peers(
+            page=page, page_size=page_size, not_in_chat=self._room_id
+        )
+        return {"data": to_jsonable(result.items), "metadata": to_jsonable(result.meta)}
+
+    @_tool("band_add_participant")
+    async def add_participant(self, identifier: str, role: str = "member") -> dict[str, Any]:
+        """Add an agent or user to the room by handle, name or id.
+
+        Raises:
+            BandToolError: nobody matches ``identifier`` among the peers.
+        """
+        current = await self.get_participants_list()
+        for p in current:
+            if _matches(p, identifier):
+                return {"id": p.id, "name": p.name, "role": p.role, "status": "already_in_room"}
+        peer = await self._find_peer(identifier)
+        if peer is None:
+            raise BandToolError(
+                f"Participant '{identifier}' not found. Use band_lookup_peers to find "
+                "available peers."
+            )
+        added = await self._rest.add_participant(self._room_id, peer.id, role=role)
+        self._participants.append(_participant_from_peer(peer, added.role or role))
+        return {
+            "id": peer.id,
+            "name": peer.name or identifier,
+            "handle": peer.handle,
+            "role": added.role or role,
+            "status": "added",
+        }
+
+    async def _find_peer(self, identifier: str) -> Peer | None:
+        page = 1
+        while page <= _MAX_PEER_PAGES:
+            result = await self._rest.list_peers(
+                page=page, page_size=_PEER_PAGE_SIZE, not_in_chat=self._room_id
+            )
+            for peer in result.items:
+                if _matches(peer, identifier):
+                    return peer
+            if not result.has_next:
+                return None
+            page += 1
+        return None
+
+    @_tool("band_remove_participant")
+    async def remove_participant(self, identifier: str) -> dict[str, Any]:
+        """Remove a participant from the room by handle, name or id.
+
+        Raises:
+            BandToolError: nobody in the room matches ``identifier``.
+        """
+        current = await self.get_participants_list()
+        target = next((p for p in current if _matches(p, identifier)), None)
+        if target is None:
+            raise BandToolError(f"Participant '{identifier}' not found in this room.")
+        await self._rest.remove_participant(self._room_id, target.id)
+        self._participants = [p for p in self._participants if p.id != target.id]
+        return {"id": target.id, "name": target.name, "status": "removed"}
+
+    @_tool("band_create_chatroom")
+    async def create_chatroom(self, task_id: str | None = None) -> str:
+        """Create a room owned by this agent and return its id.
+
+        The tools object stays bound to the current room.
+        """
+        room = await self._rest.create_chat(task_id=task_id)
+        return room.id
+
+    # -------------------------------------------------------------- contacts
+
+    @_tool("band_list_contacts")
+    async def list_contacts(self, page: int = 1, page_size: int = 50) -> dict[str, Any]:
+        """List this agent's contacts."""
+        result = await self._rest.list_contacts(page=page, page_size=page_size)
+        return {"data": to_jsonable(result.items), "metadata": to_jsonable(result.meta)}
+
+    @_tool("band_add_contact")
+    async def add_contact(self, handle: str, message: str | None = None) -> dict[str, Any]:
+        """Send a contact request; the status is ``pending`` or ``approved``."""
+        result = await self._rest.add_contact(handle, message=message)
+        return {"id": result.id, "status": result.status}
+
+    @_tool("band_remove_contact")
+    async def remove_contact(
+        self, handle: str | None = None, contact_id: str | None = None
+    ) -> dict[str, Any]:
+        """Remove a contact by handle or contact id.
+
+        Raises:
+            BandToolError: neither ``handle`` nor ``contact_id`` was given.
+        """
+        if not handle and not contact_id:
+            raise BandToolError("Either handle or contact_id must be provided")
+        result = await self._rest.remove_contact(
+            handle=handle or None, contact_id=contact_id or None
+        )
+        return {"status": result.status}
+
+    @_tool("band_list_contact_requests")
+    async def list_contact_requests(
+        self, page: int = 1, page_size: int = 50, sent_status: str = "pending"
+    ) -> dict[str, Any]:
+        """List received (pending) and sent contact requests."""
+        result = await self._rest.list_contact_requests(
+            page=page, page_size=page_size, sent_status=sent_status
+        )
+        return {
+            "data": {
+                "received": to_jsonable(result.received),
+                "sent": to_jsonable(result.sent),
+            },
+            "metadata": to_jsonable(result.meta),
+        }
+
+    @_tool("band_respond_contact_request")
+    async def respond_contact_request(
+        self, action: str, handle: str | None = None, request_id: str | None = None
+    ) -> dict[str, Any]:
+        """Approve, reject or cancel a contact request.
+
+        Raises:
+            BandToolError: neither ``handle`` nor ``request_id`` was given.
+        """
+        if not handle and not request_id:
+            raise BandToolError("Either handle or request_id must be provided")
+        result = await self._rest.respond_contact_request(
+            action, handle=handle or None, request_id=request_id or None
+        )
+        return {"id": result.id, "status": result.status}
+
+    # -------------------------------------------------------------- memories
+
+    @_tool("band_list_memories")
+    async def list_memories(
+        self,
+        subject_id: str | None = None,
+        scope: str | None = None,
+        system: str | None = None,
+        type: str | None = None,
+        segment: str | None = None,
+        content_query: str | None = None,
+        page_size: int = 50,
+        status: str | None = None,
+    ) -> dict[str, Any]:
+        """List memories; only the filters given are sent."""
+        try:
+            result = await self._rest.list_memories(
+                limit=page_size,
+                subject_id=subject_id,
+                scope=scope,
+                system=system,
+                type=type,
+                segment=segment,
+                content_query=content_query,
+                status=status,
+            )
+        except UnprocessableEntityError as exc:
+            if exc.code == "org_scope_requires_organization":
+                raise BandToolError(_ORG_SCOPE_HINT) from exc
+            raise
+        metadata = {
+            "has_more": result.has_more,
+            "limit": result.limit,
+            "next_cursor": result.next_cursor,
+        }
+        return {"data": to_jsonable(result.items), "metadata": metadata}
+
+    @_tool("band_store_memory")
+    async def store_memory(
+        self,
+        content: str,
+        system: str,
+        type: str,
+        segment: str,
+        thought: str,
+        scope: str,
+        subject_id: str | None = None,
+        tags: Sequence[str] | None = None,
+        references: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Store a memory.
+
+        Raises:
+            BandToolError: ``type`` does not belong to ``system``, a subject memory
+                without ``subject_id``, or an organization memory for an agent
+                without an organization.
+        """
+        allowed = types_for_system(system)
+        if type not in allowed:
+            raise BandToolError(
+                f"type '{type}' is not valid for system '{system}'; expected one of: "
+                f"{', '.join(allowed) or '(unknown system)'}"
+            )
+        if scope == "subject" and not subject_id:
+            raise BandToolError(
+                "scope 'subject' needs subject_id; retry with scope 'agent' if you do "
+                "not know the subject's id"
+            )
+        try:
+            memory = await self._rest.create_memory(
+                content,
+                system=system,
+                type=type,
+                segment=segment,
+                thought=thought,
+                scope=scope,
+                subject_id=subject_id,
+                tags=tags,
+                references=references,
+            )
+        except UnprocessableEntityError as exc:
+            if exc.code == "org_scope_requires_organization":
+                raise BandToolError(_ORG_SCOPE_HINT) from exc
+            raise
+        return dict(to_jsonable(memory))
+
+    @_tool("band_get_memory")
+    async def get_memory(self, memory_id: str) -> dict[str, Any]:
+        """Read one memory."""
+        return dict(to_jsonable(await self._rest.get_memory(_resource_id(memory_id, "memory_id"))))
+
+    @_tool("band_supersede_memory")
+    async def supersede_memory(self, memory_id: str) -> dict[str, Any]:
+        """Mark a memory superseded (soft delete)."""
+        memory = await self._rest.supersede_memory(_resource_id(memory_id, "memory_id"))
+        return dict(to_jsonable(memory))
+
+    @_tool("band_archive_memory")
+    async def archive_memory(self, memory_id: str) -> dict[str, Any]:
+        """Archive a memory (hidden, restorable by a human)."""
+        memory = await self._rest.archive_memory(_resource_id(memory_id, "memory_id"))
+        return dict(to_jsonable(memory))
+
+    # ----------------------------------------------------------------- files
+
+    @_tool("band_list_room_files")
+    async def list_room_files(self, cursor: str | None = None) -> dict[str, Any]:
+        """List attachments of one page of the agent's room context."""
+        page = await self._rest.get_context(self._room_id, cursor=cursor, limit=_CONTEXT_PAGE_LIMIT)
+        seen: set[str] = set()
+        files = []
+        for message in page.items:
+            for att in message.attachments:
+                self._attachments[att.id] = att
+                if att.id in seen:
+                    continue
+                seen.add(att.id)
+                files.append(
+                    {
+                        "id": att.id,
+                        "name": att.name,
+                        "content_type": att.content_type,
+                        "bytes": att.bytes,
+                        "has_thumb": att.has_thumb,
+                        "expires_at": att.expires_at,
+                    }
+                )
+        return {"data": files, "next_cursor": page.next_cursor if page.has_more else None}
+
+    async def _find_attachment(self, file_id: str) -> Attachment | None:
+        cursor: str | None = None
+        seen_cursors: set[str] = set()
+        for _ in range(_MAX_CONTEXT_PAGES):
+            page = await self._rest.get_context(
+                self._room_id, cursor=cursor, limit=_CONTEXT_PAGE_LIMIT
+            )
+            found: Attachment | None = None
+            for message in page.items:
+                for att in message.attachments:
+                    self._attachments[att.id] = att
+                    if att.id == file_id:
+                        found = att
+            if found is not None:
+                return found
+            if not page.has_more or not page.next_cursor or page.next_cursor in seen_cursors:
+                return None
+            seen_cursors.add(page.next_cursor)
+            cursor = page.next_cursor
+        return None
+
+    @_tool("band_read_room_file")
+    async def read_room_file(self, file_id: str) -> dict[str, Any]:
+        """Read a room file: small text inline, small images as image content,
+        anything else described without being downloaded.
+
+        Raises:
+            BandToolError: the file is unknown, expired or not downloadable.
+        """
+        file_id = _resource_id(file_id, "file_id")
+        now = _dt.datetime.now(_dt.UTC)
+        att = self._attachments.get(file_id)
+        if att is None or _expired(att, now):
+            att = await self._find_attachment(file_id)
+        if att is None or _expired(att, now):
+            raise BandToolError(FILE_UNAVAILABLE)
+        ctype = att.content_type.split(";")[0].strip().lower()
+        textual = ctype.startswith("text/") or ctype in _TEXTUAL_APPLICATION_TYPES
+        if textual and att.bytes <= INLINE_TEXT_LIMIT:
+            data = await self._download(file_id)
+            text = data.decode("utf-8", errors="replace")
+            result: dict[str, Any] = {
+                "name": att.name,
+                "content_type": att.content_type,
+                "bytes": att.bytes,
+                "text": text,
+            }
+            if "\ufffd" in text:
+                result["description"] = (
+                    "Some bytes are not valid UTF-8 and were replaced with U+FFFD."
+                )
+            return result
+        if ctype in _INLINE_IMAGE_TYPES and att.bytes <= INLINE_IMAGE_LIMIT:
+            data = await self._download(file_id)
+            return {
+                "content": [
+                    {
+                        "type": "image",
+                        "data": base64.b64encode(data).decode("ascii"),
+                        "mimeType": ctype,
+                    }
+                ]
+            }
+        if textual:
+            reason = f"exceeds the {INLINE_TEXT_LIMIT}-byte inline text limit"
+        elif ctype in _INLINE_IMAGE_TYPES:
+            reason = f"exceeds the {INLINE_IMAGE_LIMIT}-byte inline image limit"
+        else:
+            reason = "is not a previewable text or image type"
+        return {
+            "name": att.name,
+            "content_type": att.content_type,
+            "bytes": att.bytes,
+            "description": f"File not shown inline: {reason}. Its contents were not fetched.",
+        }
+
+    async def _download(self, file_id: str) -> bytes:
+        try:
+            return await self._rest.download_file(self._room_id, file_id)
+        except NotFoundError as exc:
+            raise BandToolError(FILE_UNAVAILABLE) from exc
+
+    @_tool("band_send_room_file")
+    async def send_room_file(
+        self,
+        content: str,
+        filename: str,
+        mentions: Sequence[str],
+        caption: str = "",
+    ) -> dict[str, Any]:
+        """Upload ``content`` as a text file and post it with a message.
+
+        Raises:
+            BandToolError: a non-ASCII file name, content over 1000000 bytes, no
+                or unknown mentions (all checked before anything is uploaded), or
+                file transfer unavailable in this room.
+        """
+        if not caption or not is_visible(caption):
+            caption = f"Shared a file: {filename}"
+        if not filename or not all(0x20 <= ord(ch) <= 0x7E for ch in filename):
+            raise BandToolError(
+                f"File name {filename!r} must be plain printable ASCII; rename the file "
+                "and try again."
+            )
+        data = content.encode("utf-8")
+        if len(data) > ROOM_FILE_LIMIT:
+            raise BandToolError(
+                f"File content is {len(data)} bytes; the limit is {ROOM_FILE_LIMIT} bytes."
+            )
+        await self._resolve_mentions(mentions)
+        try:
+            attachment = await self._rest.upload_file(
+                self._room_id, data, filename=filename, content_type="text/plain"
+            )
+        except NotFoundError as exc:
+            raise BandToolError(FILE_UNAVAILABLE) from exc
+        sent = await self._post_message(caption, mentions, attachment_ids=[attachment.id])
+        if sent is None:  # pragma: no cover - caption is visible by construction
+            raise BandToolError("the file caption is blank")
+        return {"attachment": to_jsonable(attachment), "message_id": sent.id}
+
+    # ----------------------------------------------------------------- tasks
+
+    @_tool("band_list_tasks")
+    async def list_tasks(
+        self, state: str | None = None, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """List tasks on the room's board (active unless ``state`` says otherwise)."""
+        page = await self._rest.list_tasks(self._room_id, state=state, cursor=cursor, limit=limit)
+        return {
+            "data": to_jsonable(page.items),
+            "metadata": {
+                "has_more": page.has_more,
+                "limit": page.limit,
+                "next_cursor": page.next_cursor,
+            },
+        }
+
+    @_tool("band_create_task")
+    async def create_task(
+        self, subject: str, detail: str | None = None, supersedes_id: str | None = None
+    ) -> dict[str, Any]:
+        """Create a task on the room's board."""
+        if supersedes_id is not None:
+            supersedes_id = _task_ref(supersedes_id)
+        task = await self._rest.create_task(
+            self._room_id, subject, detail=detail, supersedes_id=supersedes_id
+        )
+        return dict(to_jsonable(task))
+
+    @_tool("band_get_task")
+    async def get_task(self, id: str, include: str | None = None) -> dict[str, Any]:
+        """Read one task (by id or board number)."""
+        task = await self._rest.get_task(
+            self._room_id, _task_ref(id), include_history=include == "history"
+        )
+        return dict(to_jsonable(task))
+
+    @_tool("band_update_task")
+    async def update_task(
+        self,
+        id: str,
+        status: str | None = None,
+        active_form: str | None = None,
+        comment: str | None = None,
+        subject: str | None = None,
+        detail: str | None = None,
+        state: str | None = None,
+    ) -> dict[str, Any]:
+        """Update a task; only the fields given are sent.
+
+        Raises:
+            BandToolError: no field besides ``id`` was given.
+        """
+        fields = {
+            "status": status,
+            "active_form": active_form,
+            "comment": comment,
+            "subject": subject,
+            "detail": detail,
+            "state": state,
+        }
+        sent = {k: v for k, v in fields.items() if v is not None}
+        if not sent:
+            raise BandToolError(
+                "At least one of status, active_form, comment, subject, detail, or "
+                "state must be set"
+            )
+        task = await self._rest.update_task(self._room_id, _task_ref(id), **sent)
+        return dict(to_jsonable(task))
+
+    @_tool("band_get_task_history")
+    async def get_task_history(
+        self, id: str, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """Read a task's history, oldest first."""
+        page = await self._rest.get_task_history(
+            self._room_id, _task_ref(id), cursor=cursor, limit=limit
+        )
+        return {
+            "data": to_jsonable(page.items),
+            "metadata": {
+                "has_more": page.has_more,
+                "limit": page.limit,
+                "next_cursor": page.next_cursor,
+            },
+        }
+
+    @_tool("band_get_board")
+    async def get_board(self, include: str | None = None) -> dict[str, Any]:
+        """Read the room's board goal."""
+        return dict(
+            to_jsonable(
+                await self._rest.get_board(self._room_id, include_history=include == "history")
+            )
+        )
+
+    @_tool("band_set_board")
+    async def set_board(
+        self, goal_title: str | None = None, goal_summary: str | None = None
+    ) -> dict[str, Any]:
+        """Set the room's board goal (title, summary or both).
+
+        Raises:
+            BandToolError: neither field was given.
+        """
+        if goal_title is None and goal_summary is None:
+            raise BandToolError("At least one of goal_title or goal_summary must be set")
+        board = await self._rest.set_board(
+            self._room_id, goal_title=goal_title, goal_summary=goal_summary
+        )
+        return dict(to_jsonable(board))
+
+    # --------------------------------------------------------------- schemas
+
+    def _effective_capabilities(
+        self, capabilities: Iterable[Capability | str] | None
+    ) -> frozenset[Capability]:
+        from band_trio.tools.definitions import DEFAULT_CAPABILITIES
+
+        if capabilities is None:
+            capabilities = self._capabilities
+        caps = (
+            DEFAULT_CAPABILITIES
+            if capabilities is None
+            else frozenset(Capability(c) for c in capabilities)
+        )
+        if self.is_hub_room:
+            caps = caps | {Capability.CONTACTS}
+        return caps
+
+    def get_tool_schemas(
+        self,
+        fmt: SchemaFormat,
+        *,
+        capabilities: Iterable[Capability | str] | None = None,
+        include_tools: Iterable[str] | None = None,
+        exclude_tools: Iterable[str] | None = None,
+        include_categories: Iterable[ToolCategory | str] | None = None,
+        custom_tools: CustomTools | None = None,
+    ) -> list[dict[str, Any]]:
+        """The tools to offer a model, in ``"anthropic"`` or ``"openai"`` format.
+
+        ``capabilities=None`` uses the capabilities given at construction (or the
+        default set, contacts). In the hub room the contact tools are always
+        included. Custom tools (given here or at construction) come last.
+
+        Raises:
+            ValueError: an unknown format, capability or category.
+        """
+        return get_tool_schemas(
+            fmt,
+            capabilities=self._effective_capabilities(capabilities),
+            include_tools=include_tools,
+            exclude_tools=exclude_tools,
+            include_categories=include_categories,
+            custom_tools=custom_tools if custom_tools is not None else self._custom_tools,
+        )
+
+    def get_anthropic_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
+        """:meth:`get_tool_schemas` in Anthropic's format."""
+        return self.get_tool_schemas("anthropic", **kwargs)
+
+    def get_openai_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
+        """:meth:`get_tool_schemas` in OpenAI's format."""
+        return self.get_tool_schemas("openai", **kwargs)
+
+    # -------------------------------------------------------------- dispatch
+
+    async def execute_tool_call(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None,
+        *,
+        custom_tools: CustomTools | None = None,
+    ) -> ToolResult:
+        """Run the tool ``name`` with ``args`` and return its result.
+
+        Never raises, except ``trio.Cancelled``: an unknown tool, invalid
+        arguments, a refusal by the tool or the platform and unexpected failures
+        all come back as a :class:`ToolResult` with ``is_error`` set and a message
+        a model can act on (no headers, no secrets). Custom tools (given here or
+        at construction) take part in the same dispatch; a custom tool never
+        shadows a platform tool.
+
+        Cancellation:
+            When the platform says the room's execution is stopped, the engine is
+            told; if it cancels the turn, ``trio.Cancelled`` propagates from here.
+        """
+        custom = custom_tools if custom_tools is not None else self._custom_tools
+        definition = get_tool_definition(name) if isinstance(name, str) else None
+        custom_def: ToolDefinition | None = None
+        if definition is None and custom is not None and isinstance(name, str):
+            custom_def = custom.get(name)
+        if definition is None and custom_def is None:
+            return ToolResult.error(str(name), ToolErrorKind.UNKNOWN_TOOL, f"Unknown tool: {name}")
+        tool_name = str(name)
+        try:
+            if definition is not None:
+                kwargs = self._validate(definition, args)
+                method = getattr(self, tool_name.removeprefix("band_"))
+                value = await method(**kwargs)
+            else:
+                assert custom is not None
+                assert custom_def is not None
+                value = await custom.invoke(custom_def, args, record=self._record)
+        except ToolArgumentsError as exc:
+            return ToolResult.error(tool_name, ToolErrorKind.INVALID_ARGUMENTS, str(exc))
+        except RoomExecutionStoppedError:
+            # The engine was told (hooks.execution_stopped) and cancels the turn's
+            # scope; this checkpoint delivers that cancellation.
+            await trio.lowlevel.checkpoint()
+            return ToolResult.error(
+                tool_name,
+                ToolErrorKind.EXECUTION_STOPPED,
+                f"Error executing {tool_name}: the room's execution is stopped; end the "
+                "turn without further tool calls.",
+            )
+        except (BandToolError, UnknownParticipantError) as exc:
+            return ToolResult.error(
+                tool_name, ToolErrorKind.TOOL_ERROR, f"Error executing {tool_name}: {exc}"
+            )
+        except APIStatusError as exc:
+            return ToolResult.error(
+                tool_name, ToolErrorKind.PLATFORM_ERROR, _platform_message(tool_name, exc)
+            )
+        except BandConnectionError as exc:
+            return ToolResult.error(
+                tool_name,
+                ToolErrorKind.PLATFORM_ERROR,
+                f"Error executing {tool_name}: the platform could not be reached "
+                f"({type(exc).__name__}); try again later.",
+            )
+        except Exception as exc:
+            if custom_def is not None:
+                return ToolResult.error(
+                    tool_name,
+                    ToolErrorKind.TOOL_ERROR,
+                    f"Error executing {tool_name}: {type(exc).__name__}: {exc}",
+                )
+            logger.exception("tool %s failed unexpectedly", tool_name)
+            return ToolResult.error(
+                tool_name,
+                ToolErrorKind.INTERNAL_ERROR,
+                f"Error executing {tool_name}: internal error ({type(exc).__name__}); "
+                "see the agent's logs.",
+            )
+        return ToolResult.ok(tool_name, value)
+
+    def _validate(self, definition: ToolDefinition, args: Any) -> dict[str, Any]:
+        kwargs = validate_params(definition.name, definition.params, args)
+        model = definition.input_model
+        if model is not None:
+            try:
+                model(**kwargs)
+            except ValueError as exc:
+                raise ToolArgumentsError(definition.name, (str(exc),)) from None
+        return kwargs
+
+
+def _platform_message(tool_name: str, exc: APIStatusError) -> str:
+    status = exc.status_code
+    what = f"HTTP {status}"
+    if exc.code:
+        what += f" {exc.code}"
+    detail = f": {exc.message}" if exc.message else ""
+    hint = ""
+    if status == 404:
+        hint = " The thing you asked for does not exist or you cannot see it."
+    elif status == 403:
+        hint = " You are not allowed to do this."
+    elif status == 429 or exc.retryable:
+        hint = " Try again later."
+    return f"Error executing {tool_name}: the platform refused the request ({what}){detail}.{hint}"
