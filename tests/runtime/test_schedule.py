@@ -137,7 +137,7 @@ def test_interval_stays_within_bounds(
     for outcome in outcomes:
         due = s.completed(outcome, t)
         assert due > t
-        assert base <= due - t <= max(base, maximum)
+        assert base - 1e-9 <= due - t <= max(base, maximum) + 1e-9
         t = due
 
 
