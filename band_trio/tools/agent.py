@@ -1098,6 +1098,16 @@ class AgentTools:
                 f"Error executing {tool_name}: the platform could not be reached "
                 f"({type(exc).__name__}); try again later.",
             )
+        except BandError as exc:
+            if custom_def is not None:
+                return ToolResult.error(
+                    tool_name, ToolErrorKind.TOOL_ERROR, f"Error executing {tool_name}: {exc}"
+                )
+            return ToolResult.error(
+                tool_name,
+                ToolErrorKind.PLATFORM_ERROR,
+                f"Error executing {tool_name}: {type(exc).__name__}: {exc}",
+            )
         except Exception as exc:
             if custom_def is not None:
                 return ToolResult.error(
