@@ -13,13 +13,14 @@ Everything here is sans-io: plain data and protocols. The engine
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 import attrs
 
 from band_trio.errors import HistoryConversionError
+from band_trio.wire.models import EventCreated, MessageSent
 
 if TYPE_CHECKING:
     from band_trio.runtime.roster import Roster
@@ -304,11 +305,12 @@ class AgentToolsProtocol(Protocol):
     """The room-bound tools object an adapter receives in every turn.
 
     ``band_trio.tools.AgentTools`` implements it; ``band_trio.testing`` has a fake.
-    Return values are the REST models of ``band_trio.wire.models``
-    (``MessageSent``, ``EventCreated``) and the tools layer's ``ToolResult``.
+    The methods are awaitable (implement them with ``async def``); the results
+    are the REST models ``MessageSent`` / ``EventCreated`` and the tools
+    layer's ``ToolResult``.
     """
 
-    async def send_message(self, content: str, mentions: Sequence[str]) -> Any:
+    def send_message(self, content: str, mentions: Sequence[str]) -> Awaitable[MessageSent | None]:
         """Post a chat message mentioning ``mentions`` (handles, names or ids).
 
         Returns the platform's ``MessageSent`` receipt, or None when ``content``
@@ -316,9 +318,9 @@ class AgentToolsProtocol(Protocol):
         """
         ...
 
-    async def send_event(
+    def send_event(
         self, content: str, message_type: str, metadata: Mapping[str, Any] | None = None
-    ) -> Any:
+    ) -> Awaitable[EventCreated | None]:
         """Post an event (``thought``, ``tool_call``, ``error``, ...) to the room.
 
         Returns the platform's ``EventCreated`` receipt, or None when ``content``
@@ -326,7 +328,7 @@ class AgentToolsProtocol(Protocol):
         """
         ...
 
-    async def execute_tool_call(self, name: str, args: Mapping[str, Any]) -> Any:
+    def execute_tool_call(self, name: str, args: Mapping[str, Any]) -> Awaitable[Any]:
         """Run platform tool ``name`` with ``args``; errors come back as a result."""
         ...
 
