@@ -131,7 +131,7 @@ def test_invalid_format_is_refused() -> None:
 
 
 def test_unknown_capability_is_refused() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="telepathy"):
         get_tool_schemas("anthropic", capabilities=["telepathy"])
 
 
