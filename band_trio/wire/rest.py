@@ -347,6 +347,8 @@ class RestClient:
         attempt_timeout: float | None,
         retry: bool,
     ) -> httpx.Response:
+        if self._client.is_closed:
+            raise BandConfigError("this RestClient is closed")
         if idempotent is None:
             idempotent = method in ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
         policy = self._config.retry if retry else attrs.evolve(self._config.retry, max_retries=0)

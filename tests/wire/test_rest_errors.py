@@ -462,3 +462,12 @@ async def test_statistics_count_calls_attempts_retries_errors(autojump_clock: An
             await rest.get_chat("room-2")
         stats = rest.statistics()
     assert (stats.calls, stats.attempts, stats.retries, stats.errors) == (2, 3, 1, 1)
+
+
+async def test_closed_client_is_a_config_error() -> None:
+    recorder = Recorder([ok(ROOM)])
+    rest = make_client(recorder)
+    await rest.aclose()
+    with pytest.raises(BandConfigError, match="closed"):
+        await rest.get_chat("room-1")
+    assert recorder.count == 0
