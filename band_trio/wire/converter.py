@@ -74,9 +74,7 @@ def _wire_names(cls: type) -> frozenset[str]:
     return frozenset(f.alias or f.name for f in attrs.fields(cls) if f.name != EXTRA_FIELD)
 
 
-def _extra_structure_factory(
-    cls: type[T], conv: cattrs.Converter
-) -> Callable[[Any, type[T]], T]:
+def _extra_structure_factory(cls: type[T], conv: cattrs.Converter) -> Callable[[Any, type[T]], T]:
     known = _wire_names(cls)
     base = make_dict_structure_fn(cls, conv, **{EXTRA_FIELD: override(omit=True)})  # type: ignore[arg-type]
 
