@@ -15,7 +15,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    Protocol,
+    TypeVar,
+    cast,
+    runtime_checkable,
+)
 
 import attrs
 
@@ -452,7 +462,13 @@ class SimpleAdapter(Generic[H]):
         agent_name: the agent's name, set by :meth:`on_started`.
         agent_description: the agent's description, set by :meth:`on_started`.
         history_converter: the converter given to the constructor.
+        judges_turns: class attribute, True: the runtime judges each message
+            turn with its :class:`TurnLedger`; a turn that returns without a
+            reply, a decline or other durable work ("missing reply") is reported
+            in the room and marked failed. Set it to False in a subclass to opt out.
     """
+
+    judges_turns: ClassVar[bool] = True
 
     def __init__(self, *, history_converter: HistoryConverter[H] | None = None) -> None:
         self.history_converter = history_converter

@@ -253,3 +253,8 @@ async def test_on_message_must_be_implemented_and_cleanup_is_a_noop() -> None:
     await adapter.on_cleanup("r1")
     with pytest.raises(NotImplementedError):
         await adapter.on_event(make_input(HistoryProvider()))
+
+
+def test_simple_adapter_is_judged_by_default() -> None:
+    assert SimpleAdapter.judges_turns is True
+    assert EchoAdapter.judges_turns is True
