@@ -294,8 +294,12 @@ def render_participants_msg(participants: Roster | Iterable[ChatParticipant]) ->
     lines = [_HEADER]
     any_description = False
     for p in members:
-        handle = bare_handle(p.handle) or "Unknown"
-        line = f"- @{handle} — {p.name or 'Unknown'} ({p.type or 'Unknown'})"
+        # Names and handles are flattened like descriptions: a participant must
+        # not be able to inject lines into the list.
+        handle = _one_line(bare_handle(p.handle) or "") or "Unknown"
+        name = _one_line(p.name or "") or "Unknown"
+        kind = _one_line(p.type or "") or "Unknown"
+        line = f"- @{handle} — {name} ({kind})"
         if p.description and _one_line(p.description):
             line += f': "{_render_description(p.description)}"'
             any_description = True

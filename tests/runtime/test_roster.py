@@ -285,3 +285,43 @@ def test_blank_identifier_is_unknown(blank: str) -> None:
 def test_available_handles_exclude_self_and_handleless() -> None:
     roster = Roster([ALICE, SELF, person("u-x", name="X")])
     assert available_handles(roster, agent_id=AGENT) == ["alice"]
+
+
+printable = st.text(max_size=30)
+
+
+@given(
+    st.lists(
+        st.tuples(st.none() | printable, st.none() | printable, st.none() | printable),
+        max_size=6,
+    )
+)
+def test_render_is_one_line_per_participant(rows: list[tuple[str | None, ...]]) -> None:
+    # A name, handle or description with newlines cannot inject lines.
+    members = [
+        person(f"u-{i}", name=name, handle=handle, description=desc)
+        for i, (name, handle, desc) in enumerate(rows)
+    ]
+    text = render_participants_msg(members)
+    lines = text.split("\n")
+    assert lines[0] == "## Current Participants"
+    if not members:
+        assert lines[1:] == ["No other participants in this room."]
+        return
+    body = [line for line in lines[1:] if line.startswith("- @")]
+    assert len(body) == len(members)
+    assert lines[1 : 1 + len(members)] == body
+    assert lines[-1].startswith("IMPORTANT:")
+
+
+@given(
+    st.lists(st.sampled_from(["u-alice", "u-bob", "u-nobody", "x"]), max_size=8),
+    st.text(alphabet="ab @[", max_size=3),
+)
+def test_known_tokens_never_survive_rewrite(ids: list[str], filler: str) -> None:
+    roster = Roster([ALICE, BOB])
+    content = filler.join(f"@[[{i}]]" for i in ids)
+    out = rewrite_mention_tokens(content, roster)
+    assert "@[[u-alice]]" not in out
+    assert "@[[u-bob]]" not in out
+    assert out.count("@[[u-nobody]]") == content.count("@[[u-nobody]]")
