@@ -1,0 +1,413 @@
+"""``FakeAgentTools``: an in-memory stand-in for :class:`band_trio.tools.AgentTools`
+for adapter unit tests.
+
+Unlike the official SDK's fake (tools_adapters.md §10 item 20) it is not blind:
+mentions resolve against the participants you give it, tool calls are validated
+against the real tool definitions, the schemas are the real schemas, and results
+and errors have the real :class:`~band_trio.tools.ToolResult` shape. Every call is
+recorded and any tool can be scripted to fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from band_trio.errors import BandToolError, ToolArgumentsError, UnknownParticipantError
+from band_trio.runtime.roster import Roster, available_handles, resolve_mention
+from band_trio.runtime.types import ToolEffect, TurnHooks
+from band_trio.tools._schema import validate_params
+from band_trio.tools.content import is_visible, truncate_event_content
+from band_trio.tools.custom import CustomTools
+from band_trio.tools.definitions import (
+    DEFAULT_CAPABILITIES,
+    Capability,
+    SchemaFormat,
+    ToolCategory,
+    get_tool_definition,
+    get_tool_schemas,
+)
+from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
+from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent, Recipient
+
+__all__ = ["FakeAgentTools", "RecordedCall", "SentEvent", "SentMessage"]
+
+_EVENT_TYPES = frozenset({"tool_call", "tool_result", "thought", "error", "task", "attention"})
+
+
+@attrs.frozen
+class RecordedCall:
+    """One call made on the fake: a Python method or a model tool call.
+
+    Attributes:
+        name: the tool name (``band_send_message``) for tool calls, the method
+            name (``send_message``) for Python calls.
+        args: the arguments as given.
+    """
+
+    name: str
+    args: Mapping[str, Any]
+
+
+@attrs.frozen
+class SentMessage:
+    """A message the fake accepted."""
+
+    id: str
+    content: str
+    mentions: tuple[str, ...]
+    """Resolved participant ids (raw mention strings when no roster was given)."""
+
+
+@attrs.frozen
+class SentEvent:
+    """An event the fake accepted."""
+
+    id: str
+    content: str
+    message_type: str
+    metadata: Mapping[str, Any] | None
+
+
+class FakeAgentTools:
+    """Records everything, posts nothing. Satisfies ``AgentToolsProtocol``.
+
+    Args:
+        participants: the room roster. When given, mentions must resolve against
+            it exactly as with the real tools; when empty, any non-blank mention
+            string is accepted.
+        agent_id: this agent's id (never a valid mention).
+        room_id: the room id reported by the fake.
+        hooks: optional turn hooks to forward replies and effects to.
+        capabilities: default capabilities for :meth:`get_tool_schemas`.
+        tool_results: canned successful results by tool name for tools the fake
+            does not implement (default ``{"status": "ok"}``).
+        custom_tools: custom tools, run for real by :meth:`execute_tool_call`.
+
+    Scripting failures: :meth:`fail_next` makes the next call of a tool (by tool
+    name, e.g. ``"band_send_message"``) raise the given error; through
+    :meth:`execute_tool_call` it becomes an error result like the real one.
+    """
+
+    def __init__(
+        self,
+        *,
+        participants: Sequence[ChatParticipant] = (),
+        agent_id: str = "agent-fake",
+        room_id: str = "room-fake",
+        hooks: TurnHooks | None = None,
+        capabilities: frozenset[Capability] | None = None,
+        tool_results: Mapping[str, Any] | None = None,
+        custom_tools: CustomTools | None = None,
+    ) -> None:
+        self.participants = list(participants)
+        self.agent_id = agent_id
+        self.room_id = room_id
+        self.hooks = hooks
+        self.capabilities = capabilities
+        self.tool_results: dict[str, Any] = dict(tool_results or {})
+        self.custom_tools = custom_tools
+        self.calls: list[RecordedCall] = []
+        self.messages_sent: list[SentMessage] = []
+        self.events_sent: list[SentEvent] = []
+        self.effects: list[ToolEffect] = []
+        self.replies: list[str] = []
+        self._failures: dict[str, list[BaseException]] = {}
+        self._ids = itertools.count(1)
+        self._changed = trio.Event()
+
+    # ------------------------------------------------------------- scripting
+
+    def fail_next(self, tool_name: str, error: BaseException, *, times: int = 1) -> None:
+        """Make the next ``times`` calls of ``tool_name`` raise ``error``."""
+        if get_tool_definition(tool_name) is None and not (
+            self.custom_tools and tool_name in self.custom_tools
+        ):
+            raise ValueError(f"unknown tool {tool_name!r}")
+        self._failures.setdefault(tool_name, []).extend([error] * times)
+
+    def _maybe_fail(self, tool_name: str) -> None:
+        queue = self._failures.get(tool_name)
+        if queue:
+            raise queue.pop(0)
+
+    def _record(self, effect: ToolEffect) -> None:
+        self.effects.append(effect)
+        if self.hooks is not None:
+            self.hooks.record_effect(effect)
+
+    def _touch(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # ------------------------------------------------------------- python API
+
+    def available_mention_handles(self) -> list[str]:
+        """Handles a message may mention (never this agent)."""
+        return available_handles(self.participants, agent_id=self.agent_id)
+
+    def _resolve(self, mentions: Iterable[str]) -> tuple[str, ...]:
+        wanted = [mentions] if isinstance(mentions, str) else list(mentions)
+        out: list[str] = []
+        if self.participants:
+            roster = Roster(self.participants)
+            for m in wanted:
+                try:
+                    p = resolve_mention(m, roster, agent_id=self.agent_id)
+                except UnknownParticipantError as exc:
+                    raise BandToolError(str(exc)) from None
+                if p.id == self.agent_id:
+                    raise BandToolError(f"{m!r} is you; mention the participants you address")
+                if p.id not in out:
+                    out.append(p.id)
+        else:
+            out = [m for m in wanted if isinstance(m, str) and m.strip().lstrip("@")]
+        if not out:
+            handles = self.available_mention_handles()
+            hint = (
+                f" Available handles: {', '.join('@' + h for h in handles)}. Use participant "
+                "handles from the list."
+                if handles
+                else ""
+            )
+            raise BandToolError(f"At least one mention is required.{hint}")
+        return tuple(out)
+
+    async def send_message(
+        self,
+        content: str,
+        mentions: Sequence[str],
+        *,
+        attachment_ids: Sequence[str] | None = None,
+    ) -> MessageSent | None:
+        """Like :meth:`AgentTools.send_message`, recorded in :attr:`messages_sent`."""
+        return await self._send(content, mentions, reply=True)
+
+    async def send_notice(self, content: str, mentions: Sequence[str]) -> MessageSent | None:
+        """Like :meth:`send_message` but no effect is recorded and no reply journaled."""
+        return await self._send(content, mentions, reply=False)
+
+    async def _send(
+        self, content: str, mentions: Sequence[str], *, reply: bool
+    ) -> MessageSent | None:
+        await trio.lowlevel.checkpoint()
+        self.calls.append(
+            RecordedCall(
+                "send_message" if reply else "send_notice",
+                {"content": content, "mentions": list(mentions)},
+            )
+        )
+        self._maybe_fail("band_send_message")
+        if not isinstance(content, str) or not is_visible(content):
+            return None
+        ids = self._resolve(mentions)
+        message = SentMessage(id=f"msg-{next(self._ids)}", content=content, mentions=ids)
+        self.messages_sent.append(message)
+        if reply:
+            self.replies.append(message.id)
+            if self.hooks is not None:
+                self.hooks.reply_sent(message.id)
+            self._record(ToolEffect.REPLY)
+        self._touch()
+        by_id = {p.id: p for p in self.participants}
+        return MessageSent(
+            id=message.id,
+            success=True,
+            recipients=tuple(
+                Recipient(id=i, handle=by_id[i].handle if i in by_id else None) for i in ids
+            ),
+        )
+
+    async def send_event(
+        self, content: str, message_type: str, metadata: Mapping[str, Any] | None = None
+    ) -> EventCreated | None:
+        """Like :meth:`AgentTools.send_event`, recorded in :attr:`events_sent`."""
+        await trio.lowlevel.checkpoint()
+        self.calls.append(
+            RecordedCall(
+                "send_event",
+                {"content": content, "message_type": message_type, "metadata": metadata},
+            )
+        )
+        self._maybe_fail("band_send_event")
+        if message_type not in _EVENT_TYPES:
+            raise BandToolError(f"message_type {message_type!r} is not an event type")
+        if not isinstance(content, str) or not is_visible(content):
+            return None
+        event = SentEvent(
+            id=f"evt-{next(self._ids)}",
+            content=truncate_event_content(content),
+            message_type=message_type,
+            metadata=None if metadata is None else dict(metadata),
+        )
+        self.events_sent.append(event)
+        self._record(ToolEffect.OBSERVE)
+        self._touch()
+        return EventCreated(id=event.id, message_type=message_type, success=True)
+
+    # ------------------------------------------------------------- model API
+
+    def get_tool_schemas(
+        self,
+        fmt: SchemaFormat,
+        *,
+        capabilities: Iterable[Capability | str] | None = None,
+        include_tools: Iterable[str] | None = None,
+        exclude_tools: Iterable[str] | None = None,
+        include_categories: Iterable[ToolCategory | str] | None = None,
+        custom_tools: CustomTools | None = None,
+    ) -> list[dict[str, Any]]:
+        """The real schemas (see :func:`band_trio.tools.get_tool_schemas`)."""
+        if capabilities is None:
+            capabilities = (
+                self.capabilities if self.capabilities is not None else (DEFAULT_CAPABILITIES)
+            )
+        return get_tool_schemas(
+            fmt,
+            capabilities=capabilities,
+            include_tools=include_tools,
+            exclude_tools=exclude_tools,
+            include_categories=include_categories,
+            custom_tools=custom_tools if custom_tools is not None else self.custom_tools,
+        )
+
+    def get_anthropic_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
+        """:meth:`get_tool_schemas` in Anthropic's format."""
+        return self.get_tool_schemas("anthropic", **kwargs)
+
+    def get_openai_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
+        """:meth:`get_tool_schemas` in OpenAI's format."""
+        return self.get_tool_schemas("openai", **kwargs)
+
+    async def execute_tool_call(
+        self, name: str, args: Mapping[str, Any] | None, *, custom_tools: CustomTools | None = None
+    ) -> ToolResult:
+        """Validate like the real dispatcher, then run the fake.
+
+        ``band_send_message``, ``band_send_event`` and ``band_no_reply`` behave
+        like the Python methods; any other platform tool returns its canned
+        result from ``tool_results``. Never raises but ``trio.Cancelled``.
+        """
+        await trio.lowlevel.checkpoint()
+        self.calls.append(RecordedCall(str(name), dict(args) if isinstance(args, Mapping) else {}))
+        custom = custom_tools if custom_tools is not None else self.custom_tools
+        definition = get_tool_definition(name) if isinstance(name, str) else None
+        if definition is None and custom is not None and isinstance(name, str) and name in custom:
+            custom_def = custom.get(name)
+            assert custom_def is not None
+            try:
+                self._maybe_fail(name)
+                value = await custom.invoke(custom_def, args, record=self._record)
+            except ToolArgumentsError as exc:
+                return ToolResult.error(name, ToolErrorKind.INVALID_ARGUMENTS, str(exc))
+            except Exception as exc:
+                return ToolResult.error(
+                    name, ToolErrorKind.TOOL_ERROR, f"Error executing {name}: {exc}"
+                )
+            self._touch()
+            return ToolResult.ok(name, value)
+        if definition is None:
+            return ToolResult.error(str(name), ToolErrorKind.UNKNOWN_TOOL, f"Unknown tool: {name}")
+        try:
+            kwargs = validate_params(definition.name, definition.params, args)
+            if definition.input_model is not None:
+                try:
+                    definition.input_model(**kwargs)
+                except ValueError as exc:
+                    raise ToolArgumentsError(definition.name, (str(exc),)) from None
+            value = await self._run(definition.name, kwargs, definition.effect)
+        except ToolArgumentsError as exc:
+            return ToolResult.error(name, ToolErrorKind.INVALID_ARGUMENTS, str(exc))
+        except (BandToolError, UnknownParticipantError) as exc:
+            return ToolResult.error(
+                name, ToolErrorKind.TOOL_ERROR, f"Error executing {name}: {exc}"
+            )
+        except Exception as exc:
+            return ToolResult.error(
+                name, ToolErrorKind.PLATFORM_ERROR, f"Error executing {name}: {exc}"
+            )
+        self._touch()
+        return ToolResult.ok(name, value)
+
+    async def _run(self, name: str, kwargs: dict[str, Any], effect: ToolEffect) -> Any:
+        if name == "band_send_message":
+            return await self.send_message(kwargs["content"], kwargs["mentions"])
+        if name == "band_send_event":
+            return await self.send_event(
+                kwargs["content"], kwargs["message_type"], kwargs.get("metadata")
+            )
+        self._maybe_fail(name)
+        if name == "band_no_reply":
+            value: Any = {"status": "no_reply"}
+        else:
+            value = self.tool_results.get(name, {"status": "ok"})
+            if callable(value):
+                value = value(**kwargs)
+        self._record(effect)
+        return to_jsonable(value)
+
+    # ------------------------------------------------------------- assertions
+
+    @property
+    def chat(self) -> list[str]:
+        """The contents of the messages sent, in order."""
+        return [m.content for m in self.messages_sent]
+
+    def tool_calls(self, name: str | None = None) -> list[RecordedCall]:
+        """Recorded calls, optionally only those named ``name``."""
+        return [c for c in self.calls if name is None or c.name == name]
+
+    def assert_message_sent(
+        self,
+        content: str | None = None,
+        *,
+        mentions: Sequence[str] | None = None,
+        count: int | None = None,
+    ) -> None:
+        """Assert messages were sent (containing ``content``, to ``mentions`` ids)."""
+        matching = [
+            m
+            for m in self.messages_sent
+            if (content is None or content in m.content)
+            and (mentions is None or set(mentions) <= set(m.mentions))
+        ]
+        if count is None:
+            assert matching, f"no message matching {content!r}; sent: {self.chat!r}"
+        else:
+            assert len(matching) == count, (
+                f"expected {count} message(s) matching {content!r}, got {len(matching)}"
+            )
+
+    def assert_no_messages_sent(self) -> None:
+        """Assert nothing was sent."""
+        assert not self.messages_sent, f"messages were sent: {self.chat!r}"
+
+    def assert_event_sent(
+        self, message_type: str | None = None, *, count: int | None = None
+    ) -> None:
+        """Assert events were sent (of ``message_type``)."""
+        matching = [
+            e for e in self.events_sent if message_type is None or e.message_type == message_type
+        ]
+        if count is None:
+            assert matching, f"no {message_type or ''} event sent"
+        else:
+            assert len(matching) == count, (
+                f"expected {count} {message_type or ''} event(s), got {len(matching)}"
+            )
+
+    async def wait_until(self, condition: Callable[[FakeAgentTools], bool]) -> None:
+        """Wait until ``condition(self)`` holds (re-checked after every recorded send).
+
+        Put a ``trio.fail_after`` around it.
+        """
+        while not condition(self):
+            await self._changed.wait()
+
+    async def wait_until_said(self, fragment: str, times: int = 1) -> None:
+        """Wait until ``times`` messages containing ``fragment`` were sent."""
+        await self.wait_until(lambda t: sum(fragment in c for c in t.chat) >= times)

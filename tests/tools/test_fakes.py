@@ -1,0 +1,148 @@
+"""FakeAgentTools: protocol conformance, recording, real validation and schemas,
+scripted failures, waiting helpers."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from band_trio.errors import BandToolError, RoomExecutionStoppedError
+from band_trio.runtime.types import AgentToolsProtocol, ToolEffect
+from band_trio.testing.fakes import FakeAgentTools, SentMessage
+from band_trio.tools import AgentTools, CustomTools, ToolErrorKind, get_tool_schemas
+
+from .conftest import AGENT_ID, ROSTER, RecordingHooks
+
+
+def fake(**kw: object) -> FakeAgentTools:
+    return FakeAgentTools(participants=ROSTER, agent_id=AGENT_ID, **kw)  # type: ignore[arg-type]
+
+
+def test_fake_and_real_satisfy_the_protocol() -> None:
+    assert isinstance(fake(), AgentToolsProtocol)
+    proto: type[AgentToolsProtocol] = AgentToolsProtocol
+    assert all(hasattr(AgentTools, name) for name in dir(proto) if not name.startswith("_"))
+
+
+async def test_send_message_resolves_and_records() -> None:
+    hooks = RecordingHooks()
+    tools = fake(hooks=hooks)
+    receipt = await tools.send_message("hello", ["@alice", "Bob Bot"])
+    assert receipt is not None
+    assert tools.messages_sent == [
+        SentMessage(id=receipt.id, content="hello", mentions=("user-alice", "agent-bob"))
+    ]
+    assert [r.handle for r in receipt.recipients] == ["alice", "carol/bob"]
+    assert hooks.replies == [receipt.id]
+    assert tools.effects == [ToolEffect.REPLY]
+    tools.assert_message_sent("hel", mentions=["user-alice"], count=1)
+
+
+async def test_send_message_errors_like_the_real_one() -> None:
+    tools = fake()
+    with pytest.raises(BandToolError, match="At least one mention is required"):
+        await tools.send_message("hello", [])
+    with pytest.raises(BandToolError, match="Unknown participant"):
+        await tools.send_message("hello", ["@nobody"])
+    assert await tools.send_message("   ", ["alice"]) is None
+    tools.assert_no_messages_sent()
+    assert tools.effects == []
+    assert [c.name for c in tools.calls] == ["send_message"] * 3
+
+
+async def test_without_roster_any_mention_is_accepted() -> None:
+    tools = FakeAgentTools()
+    assert await tools.send_message("x", ["@whoever"]) is not None
+    assert tools.messages_sent[0].mentions == ("@whoever",)
+
+
+async def test_send_event_and_notice() -> None:
+    tools = fake()
+    await tools.send_event("thinking", "thought", {"a": 1})
+    await tools.send_notice("on it", ["alice"])
+    tools.assert_event_sent("thought", count=1)
+    assert tools.events_sent[0].metadata == {"a": 1}
+    assert tools.effects == [ToolEffect.OBSERVE]
+    assert tools.replies == []
+    with pytest.raises(BandToolError):
+        await tools.send_event("x", "usage")
+
+
+async def test_execute_tool_call_validates_with_the_real_definitions() -> None:
+    tools = fake()
+    bad = await tools.execute_tool_call("band_send_message", {"content": "hi"})
+    assert bad.error_kind is ToolErrorKind.INVALID_ARGUMENTS
+    unknown = await tools.execute_tool_call("band_nope", {})
+    assert unknown.error_kind is ToolErrorKind.UNKNOWN_TOOL
+    ok = await tools.execute_tool_call(
+        "band_send_message", {"content": "hi", "mentions": ["alice"]}
+    )
+    assert not ok.is_error
+    assert tools.chat == ["hi"]
+    declined = await tools.execute_tool_call("band_no_reply", {})
+    assert declined.value == {"status": "no_reply"}
+    assert tools.effects == [ToolEffect.REPLY, ToolEffect.DECLINE]
+    assert [c.name for c in tools.tool_calls("band_send_message")] == ["band_send_message"] * 2
+
+
+async def test_canned_results_and_effects() -> None:
+    tools = fake(tool_results={"band_create_task": {"id": "t-1", "number": 1}})
+    created = await tools.execute_tool_call("band_create_task", {"subject": "Do it"})
+    assert created.value == {"id": "t-1", "number": 1}
+    peers = await tools.execute_tool_call("band_lookup_peers", {})
+    assert peers.value == {"status": "ok"}
+    assert tools.effects == [ToolEffect.ACT, ToolEffect.OBSERVE]
+
+
+async def test_scripted_failures() -> None:
+    tools = fake()
+    tools.fail_next("band_send_message", RoomExecutionStoppedError("room-fake"))
+    with pytest.raises(RoomExecutionStoppedError):
+        await tools.send_message("hi", ["alice"])
+    assert await tools.send_message("hi", ["alice"]) is not None
+    tools.fail_next("band_get_board", BandToolError("board unavailable"), times=2)
+    first = await tools.execute_tool_call("band_get_board", {})
+    assert first.error_kind is ToolErrorKind.TOOL_ERROR
+    assert "board unavailable" in first.text
+    assert (await tools.execute_tool_call("band_get_board", {})).is_error
+    assert not (await tools.execute_tool_call("band_get_board", {})).is_error
+    with pytest.raises(ValueError, match="unknown tool"):
+        tools.fail_next("nope", RuntimeError())
+
+
+async def test_schemas_are_the_real_ones() -> None:
+    assert fake().get_tool_schemas("openai") == get_tool_schemas("openai")
+    assert len(fake().get_anthropic_tool_schemas(capabilities=frozenset())) == 8
+
+
+async def test_custom_tools_run_for_real() -> None:
+    custom = CustomTools()
+
+    @custom.tool
+    def shout(text: str) -> str:
+        """Upper-case a text.
+
+        Args:
+            text: The text to shout.
+        """
+        return text.upper()
+
+    tools = fake(custom_tools=custom)
+    result = await tools.execute_tool_call("shout", {"text": "hey"})
+    assert result.value == "HEY"
+    assert tools.effects == [ToolEffect.OBSERVE]
+    assert tools.get_tool_schemas("anthropic")[-1]["name"] == "shout"
+
+
+async def test_wait_until_said(autojump_clock: trio.abc.Clock) -> None:
+    tools = fake()
+    async with trio.open_nursery() as nursery:
+
+        async def speak() -> None:
+            await trio.sleep(1)
+            await tools.send_message("done here", ["alice"])
+
+        nursery.start_soon(speak)
+        with trio.fail_after(5):
+            await tools.wait_until_said("done")
+    assert tools.chat == ["done here"]
