@@ -1,0 +1,30 @@
+"""The embedded local Band platform: REST + Phoenix v2 WebSocket on one loopback port.
+
+* :class:`LocalPlatform` — ``await nursery.start(platform.serve)``;
+* :func:`open_local_platform` — ``async with open_local_platform() as platform``;
+* :class:`HumanClient` — a small client of the human ``/api/v1/me`` API;
+* the pytest fixture ``band_platform`` lives in :mod:`band_trio.testing.plugin`.
+"""
+
+from band_trio.local.faults import Fault, FaultInjector
+from band_trio.local.hub import HubStatistics
+from band_trio.local.human import HumanClient
+from band_trio.local.platform import (
+    AgentCredentials,
+    LocalPlatform,
+    UserCredentials,
+    open_local_platform,
+)
+from band_trio.local.store import PlatformState
+
+__all__ = [
+    "AgentCredentials",
+    "Fault",
+    "FaultInjector",
+    "HubStatistics",
+    "HumanClient",
+    "LocalPlatform",
+    "PlatformState",
+    "UserCredentials",
+    "open_local_platform",
+]

@@ -1,0 +1,269 @@
+"""Reading untrusted request input: JSON bodies and query strings.
+
+Every problem becomes an :class:`~band_trio.errors.APIStatusError` carrying the
+platform's error code and (for 422) ``details`` keyed by JSON pointer, so the
+HTTP layer can render the §4.2 error body. Nothing here raises anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from band_trio.errors import APIStatusError, error_for_status
+
+__all__ = [
+    "Obj",
+    "Query",
+    "bad_request",
+    "conflict",
+    "fail",
+    "forbidden",
+    "invalid",
+    "not_found",
+]
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    409: "conflict",
+    413: "content_too_large",
+    416: "range_not_satisfiable",
+    422: "validation_error",
+    429: "rate_limited",
+    500: "internal_server_error",
+    503: "service_unavailable",
+}
+
+
+def default_code(status: int) -> str:
+    """The platform error code used for ``status`` when nothing more precise applies."""
+    return _CODES.get(status, "error")
+
+
+def fail(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    details: Mapping[str, Any] | None = None,
+    retry_after: float | None = None,
+) -> APIStatusError:
+    """Build (not raise) the typed error for an HTTP error answer."""
+    return error_for_status(status)(
+        status,
+        code=code or default_code(status),
+        message=message,
+        details=details,
+        retry_after=retry_after,
+    )
+
+
+def invalid(
+    pointer: str, problem: str, *, message: str | None = None, code: str | None = None
+) -> APIStatusError:
+    """A 422 ``validation_error`` naming one JSON pointer."""
+    return fail(
+        422,
+        message or f"{pointer or '/'} {problem}",
+        code=code or "validation_error",
+        details={pointer or "/": [problem]},
+    )
+
+
+def not_found(what: str) -> APIStatusError:
+    """A 404 ``not_found``."""
+    return fail(404, f"{what} not found")
+
+
+def forbidden(message: str) -> APIStatusError:
+    """A 403 ``forbidden``."""
+    return fail(403, message)
+
+
+def bad_request(message: str) -> APIStatusError:
+    """A 400 ``bad_request``."""
+    return fail(400, message)
+
+
+def conflict(message: str) -> APIStatusError:
+    """A 409 ``conflict``."""
+    return fail(409, message)
+
+
+class Obj:
+    """A JSON object from a request body, read field by field with type checks.
+
+    Args:
+        data: the decoded JSON value (anything).
+        pointer: JSON pointer of this object in the body, for error details.
+
+    Raises:
+        APIStatusError: 422 when ``data`` is not an object.
+    """
+
+    __slots__ = ("data", "pointer")
+
+    def __init__(self, data: Any, pointer: str = "") -> None:
+        if not isinstance(data, dict):
+            raise invalid(pointer or "/", "must be an object")
+        self.data: dict[str, Any] = data
+        self.pointer = pointer
+
+    def at(self, key: str) -> str:
+        """The JSON pointer of ``key`` in this object."""
+        return f"{self.pointer}/{key}"
+
+    def has(self, key: str) -> bool:
+        """Whether ``key`` is present (even as null)."""
+        return key in self.data
+
+    def raw(self, key: str) -> Any:
+        """The raw value of ``key`` (None when absent)."""
+        return self.data.get(key)
+
+    def str_(
+        self,
+        key: str,
+        *,
+        required: bool = False,
+        nullable: bool = True,
+        max_len: int | None = None,
+        choices: Sequence[str] | None = None,
+    ) -> str | None:
+        """A string field; None when absent (or null and ``nullable``)."""
+        if key not in self.data:
+            if required:
+                raise invalid(self.at(key), "is required")
+            return None
+        value = self.data[key]
+        if value is None:
+            if required or not nullable:
+                raise invalid(self.at(key), "can't be null")
+            return None
+        if not isinstance(value, str):
+            raise invalid(self.at(key), "must be a string")
+        if max_len is not None and len(value) > max_len:
+            raise invalid(self.at(key), f"is too long (maximum is {max_len} characters)")
+        if choices is not None and value not in choices:
+            raise invalid(self.at(key), f"must be one of: {', '.join(choices)}")
+        return value
+
+    def req_str(self, key: str, **kw: Any) -> str:
+        """A required, non-null string field."""
+        value = self.str_(key, required=True, **kw)
+        assert value is not None
+        return value
+
+    def bool_(self, key: str, *, required: bool = False) -> bool | None:
+        """A boolean field; None when absent or null (unless required)."""
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise invalid(self.at(key), "is required")
+            return None
+        if not isinstance(value, bool):
+            raise invalid(self.at(key), "must be a boolean")
+        return value
+
+    def obj(self, key: str, *, required: bool = False) -> Obj | None:
+        """A nested object; None when absent or null (unless required)."""
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise invalid(self.at(key), "is required")
+            return None
+        return Obj(value, self.at(key))
+
+    def req_obj(self, key: str) -> Obj:
+        """A required nested object."""
+        value = self.obj(key, required=True)
+        assert value is not None
+        return value
+
+    def list_(self, key: str, *, required: bool = False, nullable: bool = True) -> list[Any] | None:
+        """A list field; None when absent (or null and ``nullable``)."""
+        if key not in self.data:
+            if required:
+                raise invalid(self.at(key), "is required")
+            return None
+        value = self.data[key]
+        if value is None:
+            if required or not nullable:
+                raise invalid(self.at(key), "can't be null")
+            return None
+        if not isinstance(value, list):
+            raise invalid(self.at(key), "must be a list")
+        return value
+
+    def str_list(
+        self, key: str, *, max_items: int | None = None, nullable: bool = True
+    ) -> list[str] | None:
+        """A list of strings; None when absent or null (if allowed)."""
+        items = self.list_(key, nullable=nullable)
+        if items is None:
+            return None
+        if max_items is not None and len(items) > max_items:
+            raise invalid(self.at(key), f"has too many items (maximum is {max_items})")
+        for index, item in enumerate(items):
+            if not isinstance(item, str):
+                raise invalid(f"{self.at(key)}/{index}", "must be a string")
+        return items
+
+
+class Query:
+    """Query-string parameters (last value wins; ``include`` keys are merged)."""
+
+    __slots__ = ("includes", "params")
+
+    def __init__(self, pairs: Sequence[tuple[str, str]]) -> None:
+        self.params: dict[str, str] = {}
+        self.includes: set[str] = set()
+        for key, value in pairs:
+            self.params[key] = value
+            if key == "include":
+                self.includes.update(part.strip() for part in value.split(",") if part.strip())
+
+    def has(self, name: str) -> bool:
+        """Whether the parameter was given (possibly empty)."""
+        return name in self.params
+
+    def str_(
+        self, name: str, *, choices: Sequence[str] | None = None, default: str | None = None
+    ) -> str | None:
+        """A string parameter, optionally restricted to ``choices`` (422 otherwise)."""
+        value = self.params.get(name)
+        if value is None or value == "":
+            return default
+        if choices is not None and value not in choices:
+            raise invalid(f"/{name}", f"must be one of: {', '.join(choices)}")
+        return value
+
+    def int_(self, name: str, *, default: int, minimum: int = 1, maximum: int | None = None) -> int:
+        """An integer parameter; 422 when not an integer or below ``minimum``;
+        values above ``maximum`` are clamped to it."""
+        raw = self.params.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise invalid(f"/{name}", "must be an integer") from None
+        if value < minimum:
+            raise invalid(f"/{name}", f"must be greater than or equal to {minimum}")
+        if maximum is not None and value > maximum:
+            return maximum
+        return value
+
+    def bool_(self, name: str) -> bool | None:
+        """A boolean parameter (``true``/``false``); 422 otherwise."""
+        raw = self.params.get(name)
+        if raw is None or raw == "":
+            return None
+        if raw.lower() in ("true", "1"):
+            return True
+        if raw.lower() in ("false", "0"):
+            return False
+        raise invalid(f"/{name}", "must be a boolean")

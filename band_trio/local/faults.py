@@ -1,0 +1,112 @@
+"""Fault injection for the local platform (tests of retries and lost responses)."""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+__all__ = ["Fault", "FaultInjector"]
+
+
+@attrs.define(eq=False)
+class Fault:
+    """One rule: the next ``remaining`` requests matching ``method`` and ``path``
+    answer ``status``.
+
+    Attributes:
+        method: HTTP method (upper case) or ``"*"``.
+        path: regular expression searched in the request path (no query string).
+        status: the HTTP status to answer.
+        remaining: how many more requests this rule applies to.
+        retry_after: seconds for a ``Retry-After`` header (and body field), if any.
+        perform: run the operation first, then answer ``status`` anyway (a lost
+            response). When False the operation is not performed.
+        delay: seconds to wait before answering (``float('inf')`` hangs until the
+            client gives up).
+        code: the error code of the body (default: the status' usual code).
+        message: the error message of the body.
+        hits: how many requests this rule answered.
+    """
+
+    method: str
+    path: re.Pattern[str]
+    status: int
+    remaining: int
+    retry_after: float | None = None
+    perform: bool = False
+    delay: float | None = None
+    code: str | None = None
+    message: str | None = None
+    hits: int = 0
+
+
+class FaultInjector:
+    """Rules consulted by every HTTP request and WebSocket upgrade, oldest first.
+
+    WebSocket upgrades match as method ``GET``; ``perform`` does not apply to
+    them (a matching upgrade is refused with the rule's status and JSON body).
+    """
+
+    def __init__(self) -> None:
+        self._faults: list[Fault] = []
+
+    def add(
+        self,
+        method: str,
+        path_regex: str,
+        status: int,
+        count: int = 1,
+        *,
+        retry_after: float | None = None,
+        perform: bool = False,
+        delay: float | None = None,
+        code: str | None = None,
+        message: str | None = None,
+    ) -> Fault:
+        """Add a rule; returns it (its ``hits`` counts the requests it answered).
+
+        Raises:
+            ValueError: a bad status, count or regular expression.
+        """
+        if not 100 <= status <= 599:
+            raise ValueError(f"invalid HTTP status {status}")
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        try:
+            pattern = re.compile(path_regex)
+        except re.error as exc:
+            raise ValueError(f"invalid path regex: {exc}") from None
+        fault = Fault(
+            method=method.upper(),
+            path=pattern,
+            status=status,
+            remaining=count,
+            retry_after=retry_after,
+            perform=perform,
+            delay=delay,
+            code=code,
+            message=message,
+        )
+        self._faults.append(fault)
+        return fault
+
+    def clear(self) -> None:
+        """Remove every rule."""
+        self._faults.clear()
+
+    @property
+    def pending(self) -> list[Fault]:
+        """The rules that still apply."""
+        return list(self._faults)
+
+    def take(self, method: str, path: str) -> Fault | None:
+        """The first rule matching this request, consuming one of its uses."""
+        for fault in self._faults:
+            if fault.method in ("*", method.upper()) and fault.path.search(path):
+                fault.remaining -= 1
+                fault.hits += 1
+                if fault.remaining <= 0:
+                    self._faults.remove(fault)
+                return fault
+        return None

@@ -1,0 +1,303 @@
+"""`HumanClient`: a small httpx client of the human ``/api/v1/me`` API.
+
+Used by tests and the demo to play the human side of a conversation. Methods
+return the decoded ``data`` of each answer (plain JSON); errors raise the
+:mod:`band_trio.errors` class for the status, with the platform's code,
+message, request id and details. The API key never appears in a repr or error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from band_trio.errors import BandConnectionError, BandTimeoutError, error_for_status
+from band_trio.local.platform import AgentCredentials
+
+__all__ = ["HumanClient"]
+
+_UUID_RE = re.compile(
+    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+)
+
+
+def mention_item(target: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A mention entry: a UUID becomes ``{"id"}``, anything else ``{"handle"}``
+    (a leading ``@`` is dropped); a mapping is sent as given."""
+    if isinstance(target, Mapping):
+        return dict(target)
+    if _UUID_RE.match(target):
+        return {"id": target}
+    return {"handle": target.lstrip("@")}
+
+
+class HumanClient:
+    """Human-side client of a Band platform (``X-API-Key`` = a user key).
+
+    Args:
+        base_url: the REST origin, e.g. ``platform.rest_url``.
+        api_key: a user API key.
+        timeout: seconds per request.
+        transport: an httpx transport (tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/api/v1/me",
+            headers={"x-api-key": api_key},
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def __repr__(self) -> str:
+        return f"<HumanClient {self._http.base_url}>"
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> HumanClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """One call; returns the whole decoded JSON document (None for 204).
+
+        Raises:
+            APIStatusError: (a subclass per status) for an error answer.
+            BandConnectionError: the request could not be completed.
+        """
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            response = await self._http.request(method, path, json=json, params=query)
+        except httpx.TimeoutException:
+            raise BandTimeoutError(f"{method} {path} timed out") from None
+        except httpx.HTTPError as exc:
+            raise BandConnectionError(f"{method} {path} failed: {type(exc).__name__}") from None
+        if response.status_code >= 400:
+            error: dict[str, Any] = {}
+            try:
+                body = response.json()
+                if isinstance(body, dict) and isinstance(body.get("error"), dict):
+                    error = body["error"]
+            except ValueError:
+                pass
+            retry = response.headers.get("retry-after")
+            raise error_for_status(response.status_code)(
+                response.status_code,
+                code=error.get("code"),
+                message=error.get("message"),
+                request_id=error.get("request_id"),
+                details=error.get("details") if isinstance(error.get("details"), dict) else None,
+                retry_after=float(retry) if retry and retry.isdigit() else None,
+                method=method,
+                path=path,
+            )
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    async def _data(self, method: str, path: str, **kw: Any) -> Any:
+        doc = await self.request(method, path, **kw)
+        return None if doc is None else doc.get("data")
+
+    # ------------------------------------------------------------------ profile, agents
+
+    async def profile(self) -> dict[str, Any]:
+        """``GET /me/profile``."""
+        return await self._data("GET", "/profile")  # type: ignore[no-any-return]
+
+    async def register_agent(self, name: str, description: str) -> AgentCredentials:
+        """Register an agent; its key is shown once."""
+        data = await self._data(
+            "POST", "/agents/register", json={"agent": {"name": name, "description": description}}
+        )
+        agent = data["agent"]
+        return AgentCredentials(
+            id=agent["id"],
+            api_key=data["credentials"]["api_key"],
+            name=agent["name"],
+            handle=agent.get("handle", ""),
+        )
+
+    async def list_agents(self) -> list[dict[str, Any]]:
+        """Every agent the user owns."""
+        return await self._all("/agents")
+
+    async def _all(
+        self, path: str, params: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            doc = await self.request(
+                "GET", path, params={**(params or {}), "limit": 100, "cursor": cursor}
+            )
+            rows.extend(doc["data"])
+            meta = doc.get("metadata") or {}
+            cursor = meta.get("next_cursor")
+            if not meta.get("has_more") or not cursor:
+                return rows
+
+    # ------------------------------------------------------------------ rooms
+
+    async def create_room(self, title: str | None = None) -> dict[str, Any]:
+        """Create a room owned by the user."""
+        return await self._data("POST", "/chats", json={"chat": {"title": title}})  # type: ignore[no-any-return]
+
+    async def list_rooms(self) -> list[dict[str, Any]]:
+        """Rooms the user is in."""
+        return await self._all("/chats")
+
+    async def get_room(self, room_id: str) -> dict[str, Any]:
+        """One room."""
+        return await self._data("GET", f"/chats/{room_id}")  # type: ignore[no-any-return]
+
+    async def add_participant(
+        self, room_id: str, participant_id: str, role: str | None = None
+    ) -> dict[str, Any]:
+        """Add a user or agent (adding an agent pushes ``room_added`` to it)."""
+        participant: dict[str, Any] = {"participant_id": participant_id}
+        if role is not None:
+            participant["role"] = role
+        return await self._data(
+            "POST", f"/chats/{room_id}/participants", json={"participant": participant}
+        )  # type: ignore[no-any-return]
+
+    async def remove_participant(self, room_id: str, participant_id: str) -> dict[str, Any]:
+        """Remove a participant (pushes ``room_removed`` to an agent)."""
+        return await self._data("DELETE", f"/chats/{room_id}/participants/{participant_id}")  # type: ignore[no-any-return]
+
+    async def list_participants(self, room_id: str) -> list[dict[str, Any]]:
+        """The room roster."""
+        return await self._data("GET", f"/chats/{room_id}/participants")  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ messages
+
+    async def post_message(
+        self,
+        room_id: str,
+        content: str,
+        mentions: Sequence[str | Mapping[str, Any]],
+        *,
+        attachment_ids: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Send a text message; ``mentions`` are handles (``alice/echo``), ids, or
+        full mention objects. Returns ``{id, success, recipients}``."""
+        message: dict[str, Any] = {
+            "content": content,
+            "mentions": [mention_item(m) for m in mentions],
+        }
+        if attachment_ids is not None:
+            message["attachment_ids"] = list(attachment_ids)
+        return await self._data("POST", f"/chats/{room_id}/messages", json={"message": message})  # type: ignore[no-any-return]
+
+    async def list_messages(
+        self, room_id: str, *, message_type: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every message of the room, oldest first."""
+        return await self._all(f"/chats/{room_id}/messages", {"message_type": message_type})
+
+    # ------------------------------------------------------------------ peers, contacts
+
+    async def peers(self, *, not_in_chat: str | None = None) -> list[dict[str, Any]]:
+        """Agents and users the user can add to rooms."""
+        return await self._data(
+            "GET", "/peers", params={"not_in_chat": not_in_chat, "page_size": 100}
+        )  # type: ignore[no-any-return]
+
+    async def contacts(self) -> list[dict[str, Any]]:
+        """The user's contacts."""
+        return await self._data("GET", "/contacts", params={"page_size": 100})  # type: ignore[no-any-return]
+
+    async def send_contact_request(self, handle: str, message: str | None = None) -> dict[str, Any]:
+        """Ask ``handle`` to become a contact (pushes ``contact_request_received``
+        to an agent)."""
+        body: dict[str, Any] = {"recipient_handle": handle.lstrip("@")}
+        if message is not None:
+            body["message"] = message
+        return await self._data("POST", "/contacts/requests", json={"contact_request": body})  # type: ignore[no-any-return]
+
+    async def contact_requests(self) -> list[dict[str, Any]]:
+        """Pending requests received by the user."""
+        return await self._data("GET", "/contacts/requests", params={"page_size": 100})  # type: ignore[no-any-return]
+
+    async def sent_contact_requests(self, status: str | None = None) -> list[dict[str, Any]]:
+        """Requests the user sent (``status`` filter, default pending)."""
+        return await self._data(
+            "GET", "/contacts/requests/sent", params={"status": status, "page_size": 100}
+        )  # type: ignore[no-any-return]
+
+    async def approve_contact_request(self, request_id: str) -> dict[str, Any]:
+        """Approve a received request."""
+        return await self._data("POST", f"/contacts/requests/{request_id}/approve")  # type: ignore[no-any-return]
+
+    async def reject_contact_request(self, request_id: str) -> dict[str, Any]:
+        """Reject a received request."""
+        return await self._data("POST", f"/contacts/requests/{request_id}/reject")  # type: ignore[no-any-return]
+
+    async def cancel_contact_request(self, request_id: str) -> dict[str, Any]:
+        """Cancel a sent request."""
+        return await self._data("DELETE", f"/contacts/requests/{request_id}")  # type: ignore[no-any-return]
+
+    async def remove_contact(
+        self, *, handle: str | None = None, contact_id: str | None = None
+    ) -> dict[str, Any]:
+        """Remove a contact by handle or contact record id."""
+        body = {k: v for k, v in (("handle", handle), ("contact_id", contact_id)) if v is not None}
+        return await self._data("POST", "/contacts/remove", json=body)  # type: ignore[no-any-return]
+
+    async def resolve_handle(self, handle: str) -> dict[str, Any]:
+        """``{type, handle, name}`` of a handle."""
+        return await self._data("POST", "/contacts/resolve", json={"handle": handle})  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ memories
+
+    async def memories(self, **filters: Any) -> list[dict[str, Any]]:
+        """Memories visible to the user (filters as query parameters)."""
+        return await self._all("/memories", filters)
+
+    async def get_memory(self, memory_id: str) -> dict[str, Any]:
+        """One memory."""
+        return await self._data("GET", f"/memories/{memory_id}")  # type: ignore[no-any-return]
+
+    async def delete_memory(self, memory_id: str) -> None:
+        """Hard-delete a memory."""
+        await self.request("DELETE", f"/memories/{memory_id}")
+
+    async def supersede_memory(self, memory_id: str) -> dict[str, Any]:
+        """Mark a memory superseded."""
+        return await self._data("POST", f"/memories/{memory_id}/supersede")  # type: ignore[no-any-return]
+
+    async def archive_memory(self, memory_id: str) -> dict[str, Any]:
+        """Archive a memory."""
+        return await self._data("POST", f"/memories/{memory_id}/archive")  # type: ignore[no-any-return]
+
+    async def restore_memory(self, memory_id: str) -> dict[str, Any]:
+        """Restore an archived or superseded memory."""
+        return await self._data("POST", f"/memories/{memory_id}/restore")  # type: ignore[no-any-return]

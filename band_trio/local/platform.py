@@ -1,0 +1,389 @@
+"""`LocalPlatform`: the embedded Band platform as a Trio service."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import attrs
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve as hypercorn_serve
+
+from band_trio.errors import BandConfigError
+from band_trio.local._input import invalid, not_found
+from band_trio.local.app import WS_PATH, BandApp
+from band_trio.local.faults import FaultInjector
+from band_trio.local.hub import Hub, HubStatistics
+from band_trio.local.model import JSON, User, new_id, new_key, now_ts
+from band_trio.local.store import PlatformState
+
+__all__ = ["AgentCredentials", "LocalPlatform", "UserCredentials", "open_local_platform"]
+
+log = logging.getLogger("band_trio.local")
+
+DEFAULT_MAX_UPLOAD = 25 * 1024 * 1024
+DEMO_AGENT_NAME = "Echo"
+DEMO_AGENT_DESCRIPTION = "A demo agent: mention it and it answers in the room."
+
+
+@attrs.frozen
+class UserCredentials:
+    """A user of the local platform and its API key (never shown in a repr)."""
+
+    id: str
+    api_key: str = attrs.field(repr=False)
+    handle: str
+    name: str
+
+
+@attrs.frozen
+class AgentCredentials:
+    """An agent of the local platform and its API key (never shown in a repr)."""
+
+    id: str
+    api_key: str = attrs.field(repr=False)
+    name: str
+    handle: str
+
+
+class LocalPlatform:
+    """A protocol-faithful Band platform on one loopback port (REST + WebSocket).
+
+    Construction creates a user (``user``) and, with ``seed_demo``, one demo
+    agent owned by it (``agents[0]``). Start it with
+    ``await nursery.start(platform.serve)`` or :func:`open_local_platform`.
+
+    Args:
+        host: interface to bind (loopback by default).
+        port: TCP port; 0 picks a free one (read :attr:`rest_url` once started).
+        seed_demo: pre-register the demo agent.
+        admin_key: the ``x-admin-key`` for ``/_local/admin``; random by default.
+        max_upload_bytes: file uploads above this answer 413.
+        agent_message_updates: also push ``message_updated`` to agents.
+        user_name: display name of the pre-created user.
+        user_handle: handle of the pre-created user.
+
+    Attributes:
+        state: the in-memory model (read it in tests; never mutate it directly).
+        faults: fault injection rules applied to every request.
+        hub: the WebSocket hub (live sockets and joined topics).
+        user: the pre-created user's credentials.
+        agents: credentials of every agent registered through this object.
+        admin_key: the admin key.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        seed_demo: bool = True,
+        admin_key: str | None = None,
+        max_upload_bytes: int = DEFAULT_MAX_UPLOAD,
+        agent_message_updates: bool = False,
+        user_name: str = "Demo User",
+        user_handle: str = "demo",
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.max_upload_bytes = max_upload_bytes
+        self.state = PlatformState(agent_message_updates=agent_message_updates)
+        self.hub = Hub(self.state)
+        self.faults = FaultInjector()
+        self.admin_key = admin_key or new_key("band_admin")
+        self.agents: list[AgentCredentials] = []
+        self.user = self.create_user(user_name, user_handle, organization=True)
+        if seed_demo:
+            self.register_agent(DEMO_AGENT_NAME, DEMO_AGENT_DESCRIPTION)
+        self._app = BandApp(self)
+        self._changed = trio.Event()
+        self._rest_url: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<LocalPlatform {self._rest_url or 'not started'}>"
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def rest_url(self) -> str:
+        """Base URL for REST (``http://host:port``), once serving.
+
+        Raises:
+            BandConfigError: the platform is not serving yet.
+        """
+        if self._rest_url is None:
+            raise BandConfigError("the local platform is not serving yet")
+        return self._rest_url
+
+    @property
+    def ws_url(self) -> str:
+        """The WebSocket URL (``ws://host:port/api/v1/socket/websocket``), once serving."""
+        return "ws" + self.rest_url[len("http") :] + WS_PATH
+
+    @property
+    def app(self) -> BandApp:
+        """The ASGI application (to mount it elsewhere)."""
+        return self._app
+
+    # ------------------------------------------------------------------ serving
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[LocalPlatform] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve until cancelled; ``task_status.started(self)`` once listening.
+
+        Raises:
+            OSError: the address could not be bound.
+        """
+        config = Config()
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        config.bind = [f"{host}:{self.port}"]
+        config.websocket_max_message_size = 1024 * 1024
+        config.graceful_timeout = 1.0
+        config.accesslog = None
+        config.errorlog = logging.getLogger("band_trio.local.server")
+        config.keep_alive_timeout = 30.0
+        async with trio.open_nursery() as nursery:
+            binds: list[str] = await nursery.start(partial(hypercorn_serve, self._app, config))  # type: ignore[arg-type]
+            port = int(binds[0].rsplit(":", 1)[1])
+            self._rest_url = f"http://{host}:{port}"
+            log.info("local Band platform listening on %s", self._rest_url)
+            task_status.started(self)
+
+    # ------------------------------------------------------------------ notifications
+
+    def _flush(self) -> None:
+        """Deliver queued pushes and wake :meth:`wait_for` callers."""
+        pushes = self.state.drain_pushes()
+        if pushes:
+            self.hub.deliver(pushes)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate()`` is true; it is re-checked after every request,
+        WebSocket frame and connection change. Put a deadline around it."""
+        while not predicate():
+            await self._changed.wait()
+
+    def statistics(self) -> HubStatistics:
+        """WebSocket counters (connections, frames, supersedes, drops)."""
+        return self.hub.statistics()
+
+    # ------------------------------------------------------------------ accounts
+
+    def create_user(self, name: str, handle: str, *, organization: bool = False) -> UserCredentials:
+        """Create a user and return its credentials.
+
+        Raises:
+            ValueError: the handle is malformed or already taken.
+        """
+        user = self.state.create_user(name, handle, organization=organization)
+        return UserCredentials(id=user.id, api_key=user.api_key, handle=user.handle, name=user.name)
+
+    def register_agent(
+        self, name: str, description: str, *, owner: str | UserCredentials | None = None
+    ) -> AgentCredentials:
+        """Register an agent owned by ``owner`` (the pre-created user by default).
+
+        Raises:
+            KeyError: ``owner`` is not a user of this platform.
+        """
+        owner_id = owner.id if isinstance(owner, UserCredentials) else (owner or self.user.id)
+        agent = self.state.register_agent(self.state.users[owner_id], name, description)
+        creds = AgentCredentials(
+            id=agent.id, api_key=agent.api_key, name=agent.name, handle=agent.handle
+        )
+        self.agents.append(creds)
+        return creds
+
+    def connected(self, principal_id: str) -> bool:
+        """Whether the user or agent has a live WebSocket."""
+        return bool(self.hub.connections(principal_id))
+
+    def joined(self, principal_id: str, topic: str) -> bool:
+        """Whether some live socket of the principal joined ``topic``."""
+        return topic in self.hub.joined_topics(principal_id)
+
+    # ------------------------------------------------------------------ controls
+
+    async def push_control(
+        self,
+        agent_id: str,
+        mode: str,
+        *,
+        room_id: str | None = None,
+        scope: str | None = None,
+        reason: str | None = "user_requested",
+        execution_id: str | None = None,
+        correlation_id: str | None = None,
+    ) -> JSON:
+        """Push ``agent.control`` to an agent (stop/play also flip the room gate).
+
+        Returns:
+            The pushed payload.
+
+        Raises:
+            NotFoundError: unknown agent, or a room the agent is not in.
+            UnprocessableEntityError: a bad mode or scope.
+        """
+        try:
+            return self.state.control(
+                agent_id,
+                mode,
+                room_id=room_id,
+                scope=scope,
+                reason=reason,
+                execution_id=execution_id,
+                correlation_id=correlation_id,
+            )
+        finally:
+            self._flush()
+            await trio.lowlevel.checkpoint()
+
+    def _drop_sockets(self, agent_id: str, *, abnormal: bool) -> int:
+        conns = self.hub.connections(agent_id)
+        for conn in conns:
+            if abnormal and conn.client and conn.server and _shutdown_tcp(conn.client, conn.server):
+                continue
+            conn.cancel_scope.cancel()
+        return len(conns)
+
+    async def drop_agent_sockets(self, agent_id: str, *, abnormal: bool = True) -> int:
+        """Drop every live socket of an agent and wait until they are gone.
+
+        With ``abnormal`` the TCP connection is shut down without a WebSocket
+        close frame (the client sees code 1006), where the OS allows it;
+        otherwise the server closes with 1011.
+
+        Returns:
+            How many sockets were dropped.
+        """
+        conns = self.hub.connections(agent_id)
+        self._drop_sockets(agent_id, abnormal=abnormal)
+        for conn in conns:
+            await conn.closed.wait()
+        return len(conns)
+
+    def _delete_agent(self, user: User, agent_id: str, *, force: bool) -> JSON:
+        agent = self.state.agents.get(agent_id)
+        if agent is None or agent.owner_id != user.id:
+            raise not_found("agent")
+        executions = sum(
+            1 for room in self.state.rooms.values() for m in room.inbox.get(agent.id, ())
+        )
+        if executions and not force:
+            raise invalid(
+                "/force",
+                "the agent has execution history; pass force=true",
+                code="execution_history_exists",
+            )
+        self.state.delete_agent(agent.id)
+        self._drop_sockets(agent.id, abnormal=False)
+        self.agents = [a for a in self.agents if a.id != agent.id]
+        return {
+            "id": agent.id,
+            "name": agent.name,
+            "description": agent.description,
+            "executions_deleted": executions,
+        }
+
+    def _bulk_delete(self, user: User, kind: str, ids: list[str], *, force: bool) -> JSON:
+        started = now_ts()
+        results: list[JSON] = []
+        for ident in ids:
+            error: JSON | None = None
+            if kind == "chat":
+                room = self.state.rooms.get(ident)
+                if room is None or user.id not in room.members:
+                    error = {"code": "not_found", "message": "chat room not found"}
+                elif room.members[user.id].role != "owner":
+                    error = {"code": "forbidden", "message": "only the owner can delete a room"}
+                else:
+                    self.state.delete_room(ident)
+            else:
+                try:
+                    self._delete_agent(user, ident, force=force)
+                except Exception as exc:  # a typed APIStatusError from the checks above
+                    code = getattr(exc, "code", None)
+                    error = {
+                        "code": code
+                        if code in ("not_found", "execution_history_exists")
+                        else "delete_failed",
+                        "message": getattr(exc, "message", None) or "delete failed",
+                    }
+            results.append(
+                {
+                    "id": ident,
+                    "status": "failed" if error else "succeeded",
+                    **({"error": error} if error else {}),
+                }
+            )
+        failed = sum(1 for r in results if r["status"] == "failed")
+        job: JSON = {
+            "id": new_id(),
+            "resource_type": kind,
+            "status": "completed",
+            "force": force,
+            "total": len(ids),
+            "processed": len(ids),
+            "succeeded": len(ids) - failed,
+            "failed": failed,
+            "inserted_at": started,
+            "started_at": started,
+            "completed_at": now_ts(),
+            "results": results,
+        }
+        self.state.bulk_jobs[job["id"]] = {**job, "owner_id": user.id}
+        return job
+
+
+def _shutdown_tcp(client: tuple[str, int], server: tuple[str, int]) -> bool:
+    """Shut down the server-side TCP socket of one connection without a
+    WebSocket close frame (Linux: found through ``/proc/self/fd``)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    family = socket.AF_INET6 if ":" in client[0] else socket.AF_INET
+    for name in fds:
+        try:
+            sock = socket.fromfd(int(name), family, socket.SOCK_STREAM)
+        except (OSError, ValueError):
+            continue
+        try:
+            if tuple(sock.getpeername()[:2]) == client and tuple(sock.getsockname()[:2]) == server:
+                sock.shutdown(socket.SHUT_RDWR)
+                return True
+        except OSError:
+            continue
+        finally:
+            sock.close()
+    return False
+
+
+@asynccontextmanager
+async def open_local_platform(**kwargs: Any) -> AsyncIterator[LocalPlatform]:
+    """Run a :class:`LocalPlatform` for the duration of the ``async with`` block.
+
+    Keyword arguments go to :class:`LocalPlatform`. Errors surface as themselves,
+    never as an ExceptionGroup of one.
+    """
+    platform = LocalPlatform(**kwargs)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(platform.serve)
+            try:
+                yield platform
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
