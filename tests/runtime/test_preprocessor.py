@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.roster import Roster
@@ -213,3 +215,37 @@ def test_metadata_object_default() -> None:
     inp = DefaultPreprocessor().process(Ctx().context(), ev, AGENT)
     assert inp is not None
     assert inp.msg.metadata == {"mentions": []}
+
+
+@given(
+    content=st.text(max_size=80).filter(lambda t: "@[[" not in t),
+    sender_type=st.sampled_from(["User", "Agent", "System", ""]),
+    sender_id=st.sampled_from(["u-ann", "u-bo", AGENT, "x"]),
+    inserted_at=st.text(max_size=30),
+    extra_meta=st.dictionaries(st.text(max_size=5), st.none() | st.integers(), max_size=4),
+)
+def test_any_valid_message_is_built_or_dropped_never_raises(
+    content: str, sender_type: str, sender_id: str, inserted_at: str, extra_meta: dict[str, Any]
+) -> None:
+    payload = {
+        "id": "m-x",
+        "content": content,
+        "message_type": "text",
+        "sender_id": sender_id,
+        "sender_type": sender_type,
+        "inserted_at": inserted_at,
+        "updated_at": inserted_at,
+        "metadata": {
+            k: v
+            for k, v in extra_meta.items()
+            if k not in ("mentions", "status", "delivery_status")
+        },
+    }
+    ev = decode_event(f"chat_room:{ROOM}", "message_created", payload)
+    inp = DefaultPreprocessor().process(Ctx().context(), ev, AGENT)
+    if sender_type == "Agent" and sender_id == AGENT:
+        assert inp is None
+        return
+    assert inp is not None
+    assert None not in inp.msg.metadata.values()
+    assert inp.msg.content == content  # no tokens of known ids in this text
