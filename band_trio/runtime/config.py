@@ -267,6 +267,48 @@ class AgentConfig:
             # Raised to the base, as documented (never an error).
             object.__setattr__(self, "idle_resync_max_interval", self.idle_resync_interval)
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
+        """A config whose fields may come from ``BAND_<FIELD>`` variables.
+
+        For example ``BAND_MAX_ATTEMPTS=5`` or ``BAND_TURN_TIMEOUT=120``.
+        Explicit keyword arguments win; empty variables are ignored; names match
+        case-insensitively. Unlike the official SDK, unprefixed names (such as
+        ``MAX_ATTEMPTS``) are never read, so unrelated settings of the host
+        process cannot collide (reference runtime.md §9 item 15).
+
+        Values: integers and numbers as usual; booleans as
+        ``1/true/yes/on`` or ``0/false/no/off``; ``none`` for an optional
+        duration (``BAND_TURN_TIMEOUT=none``); delays as comma-separated
+        seconds; ``BAND_STATE_DIR`` a path or ``:memory:``.
+
+        Raises:
+            BandConfigError: a variable does not parse or its value is invalid;
+                the message names the variable.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field in attrs.fields(cls):
+            if field.name in overrides:
+                continue
+            var = f"BAND_{field.name.upper()}"
+            raw = _env_lookup(env, var)
+            if raw is None:
+                continue
+            try:
+                values[field.name] = _parse_env_value(field.name, raw)
+            except ValueError as exc:
+                raise BandConfigError(f"{var}: {exc}") from None
+        values.update(overrides)
+        try:
+            return cls(**values)
+        except BandConfigError as exc:
+            text = str(exc)
+            names = sorted((n for n in values if n in text and n not in overrides), key=text.find)
+            if names:
+                raise BandConfigError(f"BAND_{names[0].upper()}: {exc}") from None
+            raise
+
     @property
     def effective_stopped_resync_interval(self) -> float:
         """The probe interval while stopped (the base interval when unset)."""
@@ -304,6 +346,66 @@ class AgentConfig:
         """The SQLite file of the claims ledger, or None when in memory."""
         directory = self.resolve_state_dir(agent_id, environ=environ)
         return None if directory is None else directory / LEDGER_FILE_NAME
+
+
+_INT_FIELDS: Final = frozenset(
+    {
+        "max_attempts",
+        "inbox_size",
+        "max_held_events",
+        "max_parallel_joins",
+        "max_history_messages",
+        "history_page_size",
+        "max_history_pages",
+        "completed_cache_size",
+        "failed_cache_size",
+        "control_dedupe_size",
+    }
+)
+_OPTIONAL_FLOAT_FIELDS: Final = frozenset(
+    {"turn_timeout", "stopped_resync_interval", "max_working_state"}
+)
+_BOOL_FIELDS: Final = frozenset(
+    {
+        "enable_context_hydration",
+        "enable_working_state",
+        "report_turn_failures",
+    }
+)
+_DELAY_FIELDS: Final = frozenset({"join_retry_delays", "me_retry_delays"})
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
+
+
+def _parse_env_value(name: str, raw: str) -> Any:
+    """Parse one ``BAND_<FIELD>`` value; ValueError says what is wrong."""
+    text = raw.strip()
+    if name in _INT_FIELDS:
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"expected an integer, got {raw!r}") from None
+    if name in _BOOL_FIELDS:
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise ValueError(f"expected true or false, got {raw!r}")
+    if name in _DELAY_FIELDS:
+        try:
+            return tuple(float(part) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise ValueError(f"expected comma-separated seconds, got {raw!r}") from None
+    if name == "state_dir":
+        return text
+    if name == "conflict_policy":
+        return text.lower()
+    if name in _OPTIONAL_FLOAT_FIELDS and text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"expected a number of seconds, got {raw!r}") from None
 
 
 # --------------------------------------------------------------------------- AgentSettings

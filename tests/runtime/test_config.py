@@ -223,3 +223,51 @@ def test_key_text_never_leaks_into_errors(secret: str, rest: str) -> None:
     with pytest.raises(BandConfigError) as info:
         AgentSettings.from_env({"BAND_API_KEY": key, "BAND_REST_URL": rest, "BAND_WS_URL": rest})
     assert key not in str(info.value)
+
+
+# --------------------------------------------------------------------------- AgentConfig.from_env
+
+
+def test_config_from_prefixed_env() -> None:
+    # runtime.md §8.112, with the BAND_ prefix (deliberate difference, §9 item 15).
+    env = {
+        "BAND_MAX_ATTEMPTS": "5",
+        "band_turn_timeout": "120",
+        "BAND_ENABLE_WORKING_STATE": "off",
+        "BAND_JOIN_RETRY_DELAYS": "0.5, 1,2",
+        "BAND_STATE_DIR": ":memory:",
+        "BAND_STOPPED_RESYNC_INTERVAL": "none",
+        "BAND_CONFLICT_POLICY": "REJECT",
+        "BAND_INBOX_SIZE": "",
+        "MAX_ATTEMPTS": "9",  # unprefixed: never read
+    }
+    cfg = AgentConfig.from_env(env)
+    assert cfg.max_attempts == 5
+    assert cfg.turn_timeout == 120.0
+    assert cfg.enable_working_state is False
+    assert cfg.join_retry_delays == (0.5, 1.0, 2.0)
+    assert cfg.in_memory
+    assert cfg.stopped_resync_interval is None
+    assert cfg.conflict_policy == "reject"
+    assert cfg.inbox_size == 64
+
+
+def test_config_explicit_arguments_win_over_env() -> None:
+    cfg = AgentConfig.from_env({"BAND_MAX_ATTEMPTS": "oops"}, max_attempts=2)
+    assert cfg.max_attempts == 2
+
+
+@pytest.mark.parametrize(
+    ("env", "var"),
+    [
+        ({"BAND_MAX_ATTEMPTS": "three"}, "BAND_MAX_ATTEMPTS"),
+        ({"BAND_MAX_ATTEMPTS": "0"}, "BAND_MAX_ATTEMPTS"),
+        ({"BAND_REPORT_TURN_FAILURES": "maybe"}, "BAND_REPORT_TURN_FAILURES"),
+        ({"BAND_TURN_TIMEOUT": "soon"}, "BAND_TURN_TIMEOUT"),
+        ({"BAND_ME_RETRY_DELAYS": "1,x"}, "BAND_ME_RETRY_DELAYS"),
+        ({"BAND_WORKING_REQUEST_TIMEOUT": "3.5"}, "BAND_WORKING_REQUEST_TIMEOUT"),
+    ],
+)
+def test_config_env_errors_name_the_variable(env: dict[str, str], var: str) -> None:
+    with pytest.raises(BandConfigError, match=var):
+        AgentConfig.from_env(env)
