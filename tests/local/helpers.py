@@ -1,0 +1,84 @@
+"""Helpers for the local platform tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from trio_websocket import WebSocketConnection, open_websocket_url
+
+from band_trio.local import AgentCredentials, LocalPlatform
+
+IO_DEADLINE = 10
+
+
+def agent_http(platform: LocalPlatform, creds: AgentCredentials) -> httpx.AsyncClient:
+    """A raw httpx client on ``/api/v1/agent`` with the agent's key."""
+    return httpx.AsyncClient(
+        base_url=platform.rest_url + "/api/v1/agent", headers={"x-api-key": creds.api_key}
+    )
+
+
+def user_http(platform: LocalPlatform, api_key: str | None = None) -> httpx.AsyncClient:
+    """A raw httpx client on ``/api/v1/me`` with a user key."""
+    return httpx.AsyncClient(
+        base_url=platform.rest_url + "/api/v1/me",
+        headers={"x-api-key": api_key or platform.user.api_key},
+    )
+
+
+def assert_error(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
+    """The response is an error with the §4.2 body; returns ``error``."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    error = body["error"]
+    assert isinstance(error["code"], str)
+    assert error["code"]
+    assert isinstance(error["message"], str)
+    assert error["message"]
+    assert isinstance(error["request_id"], str)
+    assert error["request_id"]
+    if code is not None:
+        assert error["code"] == code
+    return error  # type: ignore[no-any-return]
+
+
+class PhoenixClient:
+    """A minimal Phoenix v2 client over a raw trio-websocket connection."""
+
+    def __init__(self, ws: WebSocketConnection) -> None:
+        self.ws = ws
+        self._ref = 0
+
+    def next_ref(self) -> str:
+        self._ref += 1
+        return str(self._ref)
+
+    async def send(self, frame: list[Any]) -> None:
+        await self.ws.send_message(json.dumps(frame))
+
+    async def recv(self) -> list[Any]:
+        frame = json.loads(await self.ws.get_message())
+        assert isinstance(frame, list)
+        assert len(frame) == 5
+        return frame
+
+    async def join(self, topic: str) -> tuple[str, list[Any]]:
+        ref = self.next_ref()
+        await self.send([ref, ref, topic, "phx_join", {}])
+        reply = await self.recv()
+        return ref, reply
+
+
+def ws_url(platform: LocalPlatform, agent_id: str | None = None, **query: str) -> str:
+    params = {"vsn": "2.0.0", **({"agent_id": agent_id} if agent_id else {}), **query}
+    return platform.ws_url + "?" + "&".join(f"{k}={v}" for k, v in params.items())
+
+
+def open_phoenix(
+    platform: LocalPlatform, api_key: str, agent_id: str | None = None, **query: str
+) -> Any:
+    return open_websocket_url(
+        ws_url(platform, agent_id, **query), extra_headers=[("x-api-key", api_key)]
+    )
