@@ -38,19 +38,21 @@ messages matters more than durability.
 from __future__ import annotations
 
 import enum
+import errno
 import itertools
 import logging
 import os
 import sqlite3
+import sys
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Literal, Self
+from typing import IO, TYPE_CHECKING, Final, Literal, Self
 
 import attrs
 
-from band_trio.errors import BandConfigError, LocalProtocolError
+from band_trio.errors import AgentAlreadyRunningError, BandConfigError, LocalProtocolError
 
 if TYPE_CHECKING:
     from band_trio.runtime.config import AgentConfig
@@ -178,6 +180,38 @@ class LedgerStatistics:
     write_errors: int
 
 
+def _acquire_lock(file: Path) -> IO[bytes]:
+    """Take the advisory lock ``<file>.lock`` (non-blocking)."""
+    lock_path = file.with_name(file.name + ".lock")
+    try:
+        lock_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle = open(lock_path, "a+b")  # noqa: SIM115 - held until close()
+    except OSError as exc:
+        raise BandConfigError(f"cannot open the ledger lock {str(lock_path)!r}: {exc}") from exc
+    try:
+        if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+            import msvcrt
+
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise AgentAlreadyRunningError(
+            f"the claims ledger at {str(file)!r} is in use by another agent instance"
+        ) from None
+    except OSError as exc:
+        handle.close()
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            raise AgentAlreadyRunningError(
+                f"the claims ledger at {str(file)!r} is in use by another agent instance"
+            ) from None
+        raise BandConfigError(f"cannot lock {str(lock_path)!r}: {exc}") from exc
+    return handle
+
+
 def _bounded_add(table: OrderedDict[str, None], message_id: str, limit: int) -> list[str]:
     table[message_id] = None
     table.move_to_end(message_id)
@@ -220,6 +254,7 @@ class ClaimsLedger:
         self._failed: dict[str, OrderedDict[str, None]] = {}
         self._write_errors = 0
         self._closed = False
+        self._lock_file: IO[bytes] | None = None
         self._create_schema()
         self._seq = itertools.count(self._load() + 1)
 
@@ -234,15 +269,54 @@ class ClaimsLedger:
         completed_per_room: int = 500,
         failed_per_room: int = 10_000,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        exclusive: bool = False,
     ) -> ClaimsLedger:
         """Open (or create) the ledger file at ``path``.
 
         The parent directory is created (mode 0700) when missing.
 
+        Args:
+            path: the SQLite file.
+            max_attempts: attempts per message before it is failed for good.
+            completed_per_room: bound of the completed LRU per room.
+            failed_per_room: bound of the failed ids per room.
+            synchronous: ``NORMAL`` survives a killed process; ``FULL`` also
+                survives power loss (one fsync per write).
+            exclusive: hold an advisory lock (``<path>.lock``) while open, so a
+                second process (or a second ledger in this process) using the
+                same state cannot run the same messages at once.
+
         Raises:
+            AgentAlreadyRunningError: ``exclusive`` and another holder has the lock.
             BandConfigError: the file cannot be opened or is not a ledger.
         """
         file = Path(path)
+        lock = _acquire_lock(file) if exclusive else None
+        try:
+            ledger = cls._open_file(
+                file,
+                max_attempts=max_attempts,
+                completed_per_room=completed_per_room,
+                failed_per_room=failed_per_room,
+                synchronous=synchronous,
+            )
+        except BaseException:
+            if lock is not None:
+                lock.close()
+            raise
+        ledger._lock_file = lock
+        return ledger
+
+    @classmethod
+    def _open_file(
+        cls,
+        file: Path,
+        *,
+        max_attempts: int,
+        completed_per_room: int,
+        failed_per_room: int,
+        synchronous: Literal["NORMAL", "FULL"],
+    ) -> ClaimsLedger:
         try:
             file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             db = sqlite3.connect(file, isolation_level=None, check_same_thread=False)
@@ -282,10 +356,13 @@ class ClaimsLedger:
         )
 
     @classmethod
-    def for_config(cls, config: AgentConfig, agent_id: str) -> ClaimsLedger:
+    def for_config(
+        cls, config: AgentConfig, agent_id: str, *, exclusive: bool = False
+    ) -> ClaimsLedger:
         """The ledger an agent with ``config`` uses: its state file, or in memory.
 
         Raises:
+            AgentAlreadyRunningError: ``exclusive`` and the state is in use.
             BandConfigError: the file cannot be opened.
         """
         path = config.ledger_path(agent_id)
@@ -300,6 +377,7 @@ class ClaimsLedger:
             max_attempts=config.max_attempts,
             completed_per_room=config.completed_cache_size,
             failed_per_room=config.failed_cache_size,
+            exclusive=exclusive,
         )
 
     def close(self) -> None:
@@ -307,6 +385,9 @@ class ClaimsLedger:
         if not self._closed:
             self._closed = True
             self._db.close()
+            if self._lock_file is not None:
+                self._lock_file.close()  # releases the advisory lock
+                self._lock_file = None
 
     def __enter__(self) -> Self:
         return self

@@ -18,7 +18,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from band_trio.errors import BandConfigError, LocalProtocolError
+from band_trio.errors import AgentAlreadyRunningError, BandConfigError, LocalProtocolError
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import (
     Claim,
@@ -320,9 +320,10 @@ class _Model:
         self.completed: dict[str, OrderedDict[str, None]] = {r: OrderedDict() for r in ROOMS}
         self.failed: dict[str, OrderedDict[str, None]] = {r: OrderedDict() for r in ROOMS}
 
-    def state(self, room: str, msg: str) -> MessageState:
+    def state(self, room: str, msg: str, *, touch: bool = True) -> MessageState:
         if msg in self.completed[room]:
-            self.completed[room].move_to_end(msg)
+            if touch:
+                self.completed[room].move_to_end(msg)
             return MessageState.COMPLETED
         if msg in self.failed[room]:
             return MessageState.FAILED_FINAL
@@ -374,10 +375,11 @@ class LedgerMachine(RuleBasedStateMachine):
     def claim(self, room: str, msg: str) -> None:
         key = (room, msg)
         result = self.ledger.try_claim(room, msg)
-        state = self.model.state(room, msg)
         if key in self.model.in_flight:
             assert result == Refusal(room, msg, RefusalReason.IN_FLIGHT)
-        elif state is MessageState.COMPLETED:
+            return
+        state = self.model.state(room, msg)  # a lookup refreshes recency, as in the ledger
+        if state is MessageState.COMPLETED:
             assert result == Refusal(room, msg, RefusalReason.COMPLETED)
         elif state is MessageState.FAILED_FINAL:
             assert result == Refusal(room, msg, RefusalReason.FAILED_FINAL)
@@ -476,7 +478,7 @@ class LedgerMachine(RuleBasedStateMachine):
                 msg
                 for msg in MESSAGES
                 if (room, msg) not in self.model.in_flight
-                and self.model.state(room, msg)
+                and self.model.state(room, msg, touch=False)
                 in (MessageState.ACK_PENDING, MessageState.REPLY_SENT)
             )
             assert sorted(self.ledger.pending_acks(room)) == expected_acks
@@ -485,3 +487,37 @@ class LedgerMachine(RuleBasedStateMachine):
 
 LedgerMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
 test_ledger_matches_model = LedgerMachine.TestCase
+
+
+def test_exclusive_lock_refuses_a_second_holder(tmp_path: Path) -> None:
+    # runtime.md §8.3 (in spirit): a second instance on the same state is refused.
+    path = tmp_path / "ledger.sqlite3"
+    first = ClaimsLedger.open(path, exclusive=True)
+    with pytest.raises(AgentAlreadyRunningError, match="in use"):
+        ClaimsLedger.open(path, exclusive=True)
+    with pytest.raises(AgentAlreadyRunningError):
+        ClaimsLedger.for_config(AgentConfig(state_dir=tmp_path), "a", exclusive=True)
+    first.close()
+    second = ClaimsLedger.open(path, exclusive=True)  # released by close()
+    second.close()
+
+
+def test_exclusive_lock_across_processes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "ledger.sqlite3"
+    code = (
+        "import sys\n"
+        "from band_trio.runtime.ledger import ClaimsLedger\n"
+        "from band_trio.errors import AgentAlreadyRunningError\n"
+        "try:\n"
+        "    ClaimsLedger.open(sys.argv[1], exclusive=True)\n"
+        "except AgentAlreadyRunningError:\n"
+        "    sys.exit(7)\n"
+    )
+    with ClaimsLedger.open(path, exclusive=True):
+        done = subprocess.run([sys.executable, "-c", code, str(path)], timeout=60, check=False)
+        assert done.returncode == 7
+    done = subprocess.run([sys.executable, "-c", code, str(path)], timeout=60, check=False)
+    assert done.returncode == 0
