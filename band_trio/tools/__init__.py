@@ -16,6 +16,13 @@ from band_trio.tools.content import (
     is_visible,
     truncate_event_content,
 )
+from band_trio.tools.contacts import (
+    ContactEventConfig,
+    ContactEventHandler,
+    ContactStrategy,
+    ContactTools,
+    RoomSink,
+)
 from band_trio.tools.custom import CustomTools
 from band_trio.tools.definitions import (
     DEFAULT_CAPABILITIES,
@@ -38,7 +45,12 @@ __all__ = [
     "TRUNCATION_MARKER",
     "AgentTools",
     "Capability",
+    "ContactEventConfig",
+    "ContactEventHandler",
+    "ContactStrategy",
+    "ContactTools",
     "CustomTools",
+    "RoomSink",
     "ToolCategory",
     "ToolDefinition",
     "ToolErrorKind",
