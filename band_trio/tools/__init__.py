@@ -10,18 +10,18 @@
 """
 
 from band_trio.tools.agent import AgentTools
-from band_trio.tools.content import (
-    EVENT_CONTENT_LIMIT,
-    TRUNCATION_MARKER,
-    is_visible,
-    truncate_event_content,
-)
 from band_trio.tools.contacts import (
     ContactEventConfig,
     ContactEventHandler,
     ContactStrategy,
     ContactTools,
     RoomSink,
+)
+from band_trio.tools.content import (
+    EVENT_CONTENT_LIMIT,
+    TRUNCATION_MARKER,
+    is_visible,
+    truncate_event_content,
 )
 from band_trio.tools.custom import CustomTools
 from band_trio.tools.definitions import (

@@ -72,14 +72,14 @@ class ContactFeed:
                 _jr, _ref, topic, event, payload = json.loads(await self.ws.get_message())
                 if topic == self.topic and not event.startswith("phx_"):
                     decoded = decode_event(topic, event, payload)
-                    assert (
-                        isinstance(
-                            decoded,
-                            ContactRequestReceived | ContactRequestUpdated | ContactAdded,
-                        )
-                        or type(decoded).__name__ == "ContactRemoved"
+                    assert isinstance(
+                        decoded,
+                        ContactRequestReceived
+                        | ContactRequestUpdated
+                        | ContactAdded
+                        | ContactRemoved,
                     )
-                    return decoded  # type: ignore[return-value]
+                    return decoded
 
 
 @attrs.define
