@@ -19,7 +19,7 @@ import trio
 
 from band_trio.errors import BandToolError, ToolArgumentsError, UnknownParticipantError
 from band_trio.runtime.roster import Roster, available_handles, resolve_mention
-from band_trio.runtime.types import ToolEffect, TurnHooks
+from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
 from band_trio.tools._schema import validate_params
 from band_trio.tools.content import is_visible, truncate_event_content
 from band_trio.tools.custom import CustomTools
@@ -411,3 +411,8 @@ class FakeAgentTools:
     async def wait_until_said(self, fragment: str, times: int = 1) -> None:
         """Wait until ``times`` messages containing ``fragment`` were sent."""
         await self.wait_until(lambda t: sum(fragment in c for c in t.chat) >= times)
+
+
+def _conforms(tools: FakeAgentTools) -> AgentToolsProtocol:
+    # Static check (mypy): the fake satisfies the engine's protocol.
+    return tools

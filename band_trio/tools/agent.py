@@ -31,7 +31,7 @@ from band_trio.errors import (
     UnprocessableEntityError,
 )
 from band_trio.runtime.roster import Roster, available_handles, resolve_mention
-from band_trio.runtime.types import ToolEffect, TurnHooks
+from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
 from band_trio.tools._schema import validate_params
 from band_trio.tools.content import is_visible, truncate_event_content
 from band_trio.tools.custom import CustomTools
@@ -1149,3 +1149,8 @@ def _platform_message(tool_name: str, exc: APIStatusError) -> str:
     elif status == 429 or exc.retryable:
         hint = " Try again later."
     return f"Error executing {tool_name}: the platform refused the request ({what}){detail}.{hint}"
+
+
+def _conforms(tools: AgentTools) -> AgentToolsProtocol:
+    # Static check (mypy): AgentTools satisfies the engine's protocol.
+    return tools
