@@ -583,3 +583,11 @@ async def test_empty_id_is_refused_before_sending() -> None:
         with pytest.raises(ValueError, match="must not be empty"):
             await rest.get_chat("")
     assert recorder.count == 0
+
+
+def test_encode_query_rules() -> None:
+    from band_trio.wire.rest import encode_query
+
+    assert encode_query(
+        {"a": None, "b": True, "c": False, "d": ["x", "y"], "e": ("z",), "f": 3, "g": "s"}
+    ) == {"b": "true", "c": "false", "d": "x,y", "e": "z", "f": "3", "g": "s"}
