@@ -13,7 +13,7 @@ Everything here is sans-io: plain data and protocols. The engine
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import (
     TYPE_CHECKING,
@@ -198,7 +198,7 @@ class HistoryProvider:
     def __bool__(self) -> bool:
         return bool(self.raw)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[HistoryItem]:
         return iter(self.raw)
 
     def __repr__(self) -> str:
