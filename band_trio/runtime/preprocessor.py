@@ -76,17 +76,26 @@ class DefaultPreprocessor:
     It does not filter by mention, message type or sender kind: the platform
     delivers only messages addressed to the agent.
 
-    Accepts ``MessageCreated`` / ``MessageUpdated`` events and REST
-    ``ChatMessage`` rows (the ``/messages/next`` backlog path).
+    Accepts ``MessageCreated`` / ``MessageUpdated`` events, REST
+    ``ChatMessage`` rows (the ``/messages/next`` backlog path) and ready-made
+    :class:`PlatformMessage` objects (synthetic hub messages), which pass
+    through unchanged.
     """
 
     def process(self, ctx: TurnContext, event: object, agent_id: str) -> AgentInput | None:
         """Return the adapter input for ``event``, or None to drop it."""
-        if not isinstance(event, MessageCreated | MessageUpdated | ChatMessage):
+        msg: PlatformMessage
+        if isinstance(event, PlatformMessage):
+            # Already prepared (a synthetic hub message, a re-queued input).
+            if is_own_message(event.sender_type, event.sender_id, agent_id=agent_id):
+                return None
+            msg = event
+        elif isinstance(event, MessageCreated | MessageUpdated | ChatMessage):
+            if is_own_message(event.sender_type, event.sender_id, agent_id=agent_id):
+                return None
+            msg = platform_message(event, ctx)
+        else:
             return None
-        if is_own_message(event.sender_type, event.sender_id, agent_id=agent_id):
-            return None
-        msg = platform_message(event, ctx)
         if not msg.room_id:
             logger.error("dropping message %s: it has no room id", msg.id)
             return None

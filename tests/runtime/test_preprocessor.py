@@ -15,6 +15,7 @@ from band_trio.runtime.types import (
     AgentToolsProtocol,
     HistoryItem,
     HistoryProvider,
+    PlatformMessage,
     TurnContext,
 )
 from band_trio.wire.events import (
@@ -249,3 +250,22 @@ def test_any_valid_message_is_built_or_dropped_never_raises(
     assert inp is not None
     assert None not in inp.msg.metadata.values()
     assert inp.msg.content == content  # no tokens of known ids in this text
+
+
+def test_ready_platform_message_passes_through() -> None:
+    # Synthetic hub messages (tools.contacts RoomSink.enqueue_synthetic) are PlatformMessages.
+    synthetic = PlatformMessage(
+        id="s-1",
+        room_id=ROOM,
+        content="[Contact Added] X (@x) is now a contact.",
+        sender_id="contact-events",
+        sender_type="System",
+        sender_name="Contact Events",
+    )
+    c = Ctx()
+    inp = DefaultPreprocessor().process(c.context(contacts_msg="hub prompt"), synthetic, AGENT)
+    assert inp is not None
+    assert inp.msg is synthetic
+    assert inp.contacts_msg == "hub prompt"
+    own = PlatformMessage("o", ROOM, "x", AGENT, "Agent", None)
+    assert DefaultPreprocessor().process(c.context(), own, AGENT) is None
