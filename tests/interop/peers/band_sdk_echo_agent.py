@@ -13,6 +13,7 @@ BAND_REST_URL, BAND_WS_URL. It prints ``READY`` on stdout once started.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 
@@ -51,6 +52,16 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # One record per line with its level first, so a test can tell warnings
+    # (the SDK logs every frame or payload it drops) from chatter.
+    logging.basicConfig(
+        level=os.environ.get("BAND_ECHO_LOG_LEVEL", "INFO"),
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    # Its DEBUG records say whether a turn came from a WebSocket push or from
+    # the /next backlog; the test wants to see the push path used.
+    logging.getLogger("band.runtime.execution").setLevel(logging.DEBUG)
     try:
         asyncio.run(main())
     except KeyboardInterrupt:
