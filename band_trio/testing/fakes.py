@@ -30,6 +30,7 @@ from band_trio.tools.definitions import (
     ToolCategory,
     get_tool_definition,
     get_tool_schemas,
+    select_tool_definitions,
 )
 from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
 from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent, Recipient
@@ -111,6 +112,7 @@ class FakeAgentTools:
         self.capabilities = capabilities
         self.tool_results: dict[str, Any] = dict(tool_results or {})
         self.custom_tools = custom_tools
+        self.offered_tools: frozenset[str] | None = None
         self.calls: list[RecordedCall] = []
         self.messages_sent: list[SentMessage] = []
         self.events_sent: list[SentEvent] = []
@@ -261,11 +263,22 @@ class FakeAgentTools:
         include_categories: Iterable[ToolCategory | str] | None = None,
         custom_tools: CustomTools | None = None,
     ) -> list[dict[str, Any]]:
-        """The real schemas (see :func:`band_trio.tools.get_tool_schemas`)."""
+        """The real schemas (see :func:`band_trio.tools.get_tool_schemas`).
+
+        As with the real tools, the platform tools returned become the only ones
+        :meth:`execute_tool_call` accepts.
+        """
         if capabilities is None:
             capabilities = (
-                self.capabilities if self.capabilities is not None else (DEFAULT_CAPABILITIES)
+                self.capabilities if self.capabilities is not None else DEFAULT_CAPABILITIES
             )
+        offered = select_tool_definitions(
+            capabilities=capabilities,
+            include_tools=include_tools,
+            exclude_tools=exclude_tools,
+            include_categories=include_categories,
+        )
+        self.offered_tools = (self.offered_tools or frozenset()) | {d.name for d in offered}
         return get_tool_schemas(
             fmt,
             capabilities=capabilities,
@@ -312,6 +325,13 @@ class FakeAgentTools:
             return ToolResult.ok(name, value)
         if definition is None:
             return ToolResult.error(str(name), ToolErrorKind.UNKNOWN_TOOL, f"Unknown tool: {name}")
+        if self.offered_tools is not None and definition.name not in self.offered_tools:
+            return ToolResult.error(
+                name,
+                ToolErrorKind.NOT_OFFERED,
+                f"Error executing {name}: this tool is not available to you here; use only "
+                "the tools you were given.",
+            )
         try:
             kwargs = validate_params(definition.name, definition.params, args)
             if definition.input_model is not None:

@@ -42,6 +42,7 @@ from band_trio.tools.definitions import (
     ToolDefinition,
     get_tool_definition,
     get_tool_schemas,
+    select_tool_definitions,
 )
 from band_trio.tools.inputs import types_for_system
 from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
@@ -238,6 +239,16 @@ class AgentTools:
         self._hooks = hooks
         self._hub_room_id = hub_room_id
         self._capabilities = capabilities
+        self._offered: frozenset[str] | None = (
+            None
+            if capabilities is None
+            else frozenset(
+                d.name
+                for d in select_tool_definitions(
+                    capabilities=self._effective_capabilities(capabilities)
+                )
+            )
+        )
         self._custom_tools = custom_tools
         self._effects: list[ToolEffect] = []
         self._attachments: dict[str, Attachment] = {}
@@ -1012,17 +1023,39 @@ class AgentTools:
         default set, contacts). In the hub room the contact tools are always
         included. Custom tools (given here or at construction) come last.
 
+        The platform tools returned are remembered as *offered*: from then on
+        :meth:`execute_tool_call` refuses platform tools this object never
+        offered (the official SDK runs them anyway, tools_adapters.md §10 item 14).
+
         Raises:
             ValueError: an unknown format, capability or category.
         """
-        return get_tool_schemas(
+        caps = self._effective_capabilities(capabilities)
+        schemas = get_tool_schemas(
             fmt,
-            capabilities=self._effective_capabilities(capabilities),
+            capabilities=caps,
             include_tools=include_tools,
             exclude_tools=exclude_tools,
             include_categories=include_categories,
             custom_tools=custom_tools if custom_tools is not None else self._custom_tools,
         )
+        offered = select_tool_definitions(
+            capabilities=caps,
+            include_tools=include_tools,
+            exclude_tools=exclude_tools,
+            include_categories=include_categories,
+        )
+        self._offered = (self._offered or frozenset()) | {d.name for d in offered}
+        return schemas
+
+    @property
+    def offered_tools(self) -> frozenset[str] | None:
+        """Platform tools a model may call through :meth:`execute_tool_call`.
+
+        None means no restriction: no capabilities were given at construction
+        and no schemas were requested from this object yet.
+        """
+        return self._offered
 
     def get_anthropic_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
         """:meth:`get_tool_schemas` in Anthropic's format."""
@@ -1062,6 +1095,13 @@ class AgentTools:
         if definition is None and custom_def is None:
             return ToolResult.error(str(name), ToolErrorKind.UNKNOWN_TOOL, f"Unknown tool: {name}")
         tool_name = str(name)
+        if definition is not None and self._offered is not None and name not in self._offered:
+            return ToolResult.error(
+                tool_name,
+                ToolErrorKind.NOT_OFFERED,
+                f"Error executing {tool_name}: this tool is not available to you here; use "
+                "only the tools you were given.",
+            )
         try:
             if definition is not None:
                 kwargs = self._validate(definition, args)

@@ -18,6 +18,8 @@ class ToolErrorKind(enum.Enum):
 
     UNKNOWN_TOOL = "unknown_tool"
     """No platform or custom tool has that name."""
+    NOT_OFFERED = "not_offered"
+    """A platform tool that was not offered to the model (capability or filter)."""
     INVALID_ARGUMENTS = "invalid_arguments"
     """The arguments failed the tool's schema or its cross-field rules."""
     TOOL_ERROR = "tool_error"

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from band_trio.runtime.types import ToolEffect
-from band_trio.tools import TOOL_DEFINITIONS, AgentTools, ToolErrorKind, ToolResult
+from band_trio.tools import TOOL_DEFINITIONS, AgentTools, Capability, ToolErrorKind, ToolResult
 from band_trio.wire.rest import RestClient
 
 from .conftest import (
@@ -325,11 +325,12 @@ async def test_effects_follow_the_table(
     assert hooks.effects == [ToolEffect.OBSERVE, ToolEffect.ACT]
 
 
-async def test_capability_gate_is_not_a_dispatch_gate(
+async def test_without_any_offer_every_tool_runs(
     tools: AgentTools, platform: ScriptedPlatform
 ) -> None:
-    # Memory tools were not offered (default capabilities), but a call still runs:
-    # the schema list is advice to the model, not an access control.
+    # No capabilities at construction and no schemas requested: nothing to hold
+    # the call against, so it runs.
+    assert tools.offered_tools is None
     platform.on("GET", "/memories", ok([], metadata={"has_more": False, "limit": 50}))
     result = await call(tools, "band_list_memories", {})
     assert not result.is_error
@@ -337,6 +338,41 @@ async def test_capability_gate_is_not_a_dispatch_gate(
         "data": [],
         "metadata": {"has_more": False, "limit": 50, "next_cursor": None},
     }
+
+
+async def test_tools_never_offered_are_refused(
+    tools: AgentTools, platform: ScriptedPlatform
+) -> None:
+    tools.get_tool_schemas("anthropic", exclude_tools=["band_create_chatroom"])
+    memory = await call(tools, "band_list_memories", {})
+    excluded = await call(tools, "band_create_chatroom", {})
+    for result in (memory, excluded):
+        assert result.error_kind is ToolErrorKind.NOT_OFFERED
+        assert "not available" in result.text
+    assert platform.calls == []
+    # offering more later widens what may run
+    tools.get_tool_schemas("openai", capabilities=[Capability.MEMORY])
+    assert "band_list_memories" in (tools.offered_tools or ())
+    assert "band_create_chatroom" in (tools.offered_tools or ())
+
+
+async def test_constructor_capabilities_gate_dispatch(
+    rest: RestClient, platform: ScriptedPlatform
+) -> None:
+    tools = AgentTools(
+        rest=rest, room_id=ROOM, agent_id=AGENT_ID, participants=ROSTER, capabilities=frozenset()
+    )
+    assert (await call(tools, "band_list_contacts", {})).error_kind is ToolErrorKind.NOT_OFFERED
+    assert (await call(tools, "band_no_reply", {})).value == {"status": "no_reply"}
+    hub = AgentTools(
+        rest=rest,
+        room_id="hub",
+        agent_id=AGENT_ID,
+        participants=(),
+        hub_room_id="hub",
+        capabilities=frozenset(),
+    )
+    assert "band_respond_contact_request" in (hub.offered_tools or ())
 
 
 async def test_internal_errors_are_contained(tools: AgentTools, platform: ScriptedPlatform) -> None:

@@ -146,3 +146,11 @@ async def test_wait_until_said(autojump_clock: trio.abc.Clock) -> None:
         with trio.fail_after(5):
             await tools.wait_until_said("done")
     assert tools.chat == ["done here"]
+
+
+async def test_tools_not_offered_are_refused_like_the_real_ones() -> None:
+    tools = fake()
+    tools.get_tool_schemas("anthropic", capabilities=frozenset())
+    refused = await tools.execute_tool_call("band_list_contacts", {})
+    assert refused.error_kind is ToolErrorKind.NOT_OFFERED
+    assert not (await tools.execute_tool_call("band_lookup_peers", {})).is_error
