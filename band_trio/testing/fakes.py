@@ -11,7 +11,8 @@ recorded and any tool can be scripted to fail.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -74,6 +75,15 @@ class SentEvent:
     metadata: Mapping[str, Any] | None
 
 
+@attrs.define(eq=False)
+class _Hold:
+    matching: str
+    error: BaseException | None
+    claimed: bool = False
+    started: trio.Event = attrs.Factory(trio.Event)
+    release: trio.Event = attrs.Factory(trio.Event)
+
+
 class FakeAgentTools:
     """Records everything, posts nothing. Satisfies ``AgentToolsProtocol``.
 
@@ -119,6 +129,7 @@ class FakeAgentTools:
         self.effects: list[ToolEffect] = []
         self.replies: list[str] = []
         self._failures: dict[str, list[BaseException]] = {}
+        self._holds: list[_Hold] = []
         self._ids = itertools.count(1)
         self._changed = trio.Event()
 
@@ -145,6 +156,25 @@ class FakeAgentTools:
     def _touch(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
+
+    @asynccontextmanager
+    async def hold_message(
+        self, matching: str, error: BaseException | None = None
+    ) -> AsyncIterator[None]:
+        """Park the next send whose content contains ``matching``.
+
+        Entering waits until the adapter starts that send; the send stays parked
+        while the block runs (cancel the turn here to test a send cut short),
+        then lands when the block exits, or raises ``error`` if given.
+        """
+        hold = _Hold(matching=matching, error=error)
+        self._holds.append(hold)
+        try:
+            await hold.started.wait()
+            yield
+        finally:
+            hold.release.set()
+            self._holds.remove(hold)
 
     # ------------------------------------------------------------- python API
 
@@ -204,6 +234,13 @@ class FakeAgentTools:
             )
         )
         self._maybe_fail("band_send_message")
+        hold = next((h for h in self._holds if not h.claimed and h.matching in str(content)), None)
+        if hold is not None:
+            hold.claimed = True
+            hold.started.set()
+            await hold.release.wait()
+            if hold.error is not None:
+                raise hold.error
         if not isinstance(content, str) or not is_visible(content):
             return None
         ids = self._resolve(mentions)

@@ -154,3 +154,41 @@ async def test_tools_not_offered_are_refused_like_the_real_ones() -> None:
     refused = await tools.execute_tool_call("band_list_contacts", {})
     assert refused.error_kind is ToolErrorKind.NOT_OFFERED
     assert not (await tools.execute_tool_call("band_lookup_peers", {})).is_error
+
+
+async def test_hold_message_parks_a_send(autojump_clock: trio.abc.Clock) -> None:
+    tools = fake()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tools.send_message, "final answer", ["alice"])
+        with trio.fail_after(5):
+            async with tools.hold_message("final"):
+                await trio.sleep(1)
+                tools.assert_no_messages_sent()
+            await tools.wait_until_said("final")
+    assert tools.chat == ["final answer"]
+
+
+async def test_hold_message_can_fail_or_be_cancelled(autojump_clock: trio.abc.Clock) -> None:
+    tools = fake()
+    failures: list[BaseException] = []
+
+    async def send() -> None:
+        try:
+            await tools.send_message("boom", ["alice"])
+        except RoomExecutionStoppedError as exc:
+            failures.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(send)
+        with trio.fail_after(5):
+            async with tools.hold_message("boom", RoomExecutionStoppedError("room-fake")):
+                pass
+    assert len(failures) == 1
+    tools.assert_no_messages_sent()
+
+    with trio.CancelScope() as turn:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tools.send_message, "late", ["alice"])
+            async with tools.hold_message("late"):
+                turn.cancel()
+    tools.assert_no_messages_sent()
