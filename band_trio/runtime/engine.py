@@ -1,0 +1,367 @@
+"""``AgentEngine``: the rooms of a running agent (admission, removal, reconnect, shutdown).
+
+The engine owns one nursery. In it run the dispatcher (reading the link's
+events) and one task per room. A room's task joins the room's two topics
+(bounded parallelism with a :class:`trio.CapacityLimiter`, retried with backoff
+when a join fails), then serves the :class:`~band_trio.runtime.room.Room`
+until the room is removed or the agent shuts down, and finally runs
+``adapter.on_cleanup(room_id)`` exactly once, shielded under
+``AgentConfig.cleanup_timeout``.
+
+Shutdown (:meth:`AgentEngine.shutdown`) fences every room at once (no new
+turn starts anywhere), waits for running turns under ONE global deadline, then
+cancels what is left; every room's cleanup runs concurrently, so the time a
+shutdown takes does not grow with the number of rooms (reference runtime.md §9
+item 9).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from band_trio.errors import BandError
+from band_trio.runtime.control import ControlHandler
+from band_trio.runtime.dispatcher import Dispatcher
+from band_trio.runtime.room import Room, RoomServices, RoomStatistics
+
+__all__ = ["AgentEngine", "EngineStatistics"]
+
+logger = logging.getLogger("band_trio.runtime.engine")
+
+_LEAVE_TIMEOUT = 5.0
+
+
+@attrs.frozen
+class EngineStatistics:
+    """Counters of the engine (see ``Agent.statistics`` for the public record)."""
+
+    rooms: tuple[RoomStatistics, ...]
+    joining: int
+    reconnects: int
+    events: int
+    unrouted: int
+    rejected: int
+    control_applied: int
+    control_duplicates: int
+    join_failures: int
+
+
+@attrs.define(eq=False)
+class _RoomSlot:
+    room: Room
+    generation: int
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    settled: trio.Event = attrs.field(factory=trio.Event)
+    serving: bool = False
+    removed: bool = False
+    readd: bool = False
+
+
+class AgentEngine:
+    """Runs the rooms of one agent.
+
+    Args:
+        services: what every room shares (REST client, ledger, adapter, ...).
+        link: the agent's :class:`~band_trio.wire.link.BandLink` (for joins and leaves).
+    """
+
+    def __init__(self, services: RoomServices, link: Any) -> None:
+        self._svc = services
+        self._link = link
+        self._config = services.config
+        self._rooms: dict[str, _RoomSlot] = {}
+        self._limiter = trio.CapacityLimiter(self._config.max_parallel_joins)
+        self._nursery: trio.Nursery | None = None
+        self._accepting = True
+        self._generation = 0
+        self._relisting = False
+        self._relist_again = False
+        self._reconnects = 0
+        self._join_failures = 0
+        self._all_done = trio.Event()
+        self._all_done.set()
+        self.control = ControlHandler(
+            agent_id=services.agent_id, dedupe_size=self._config.control_dedupe_size
+        )
+        self.dispatcher = Dispatcher(self, self.control)
+
+    # ------------------------------------------------------------------ queries
+
+    def room(self, room_id: str) -> Room | None:
+        """The room object for ``room_id`` (joining or serving), else None."""
+        slot = self._rooms.get(room_id)
+        if slot is None or slot.removed:
+            return None
+        return slot.room
+
+    def serving_rooms(self) -> Mapping[str, Room]:
+        """The rooms being served now, by id."""
+        return {rid: s.room for rid, s in self._rooms.items() if s.serving and not s.removed}
+
+    def statistics(self) -> EngineStatistics:
+        """The engine's counters now."""
+        d = self.dispatcher
+        return EngineStatistics(
+            rooms=tuple(s.room.statistics() for s in self._rooms.values() if s.serving),
+            joining=sum(1 for s in self._rooms.values() if not s.serving and not s.removed),
+            reconnects=self._reconnects,
+            events=d.events,
+            unrouted=d.unrouted,
+            rejected=d.rejected,
+            control_applied=self.control.applied,
+            control_duplicates=self.control.duplicates,
+            join_failures=self._join_failures,
+        )
+
+    # ------------------------------------------------------------------ serve
+
+    async def serve(
+        self,
+        events: trio.MemoryReceiveChannel[Any],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Route events and run rooms until cancelled.
+
+        ``task_status.started()`` is called once the existing rooms are listed
+        and their joins settled (joined, or the first attempt failed and a
+        retry is scheduled).
+        """
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self.dispatcher.run, events)
+            try:
+                listed = await self._list_rooms()
+            except BandError as exc:
+                # Start anyway and keep trying in the background (runtime.md §9 item 16).
+                logger.warning("could not list rooms at startup: %s; retrying", exc)
+                nursery.start_soon(self._relist, True)
+            else:
+                for room_id in listed:
+                    self.add_room(room_id)
+            for slot in list(self._rooms.values()):
+                await slot.settled.wait()
+            task_status.started()
+
+    async def _list_rooms(self) -> list[str]:
+        rooms: list[str] = []
+        async for chat in self._svc.rest.iter_chats():
+            rooms.append(chat.id)
+        return rooms
+
+    # ------------------------------------------------------------------ admission
+
+    def add_room(self, room_id: str) -> None:
+        """Start serving ``room_id`` (idempotent; never blocks)."""
+        if not self._accepting or self._nursery is None:
+            return
+        slot = self._rooms.get(room_id)
+        if slot is not None:
+            if slot.removed:
+                slot.readd = True  # start afresh once the old one is cleaned up
+            return
+        self._generation += 1
+        slot = _RoomSlot(room=Room(room_id, self._svc), generation=self._generation)
+        self._rooms[room_id] = slot
+        self._all_done = trio.Event()
+        self._nursery.start_soon(self._run_room, slot, name=f"room {room_id}")
+
+    def remove_room(self, room_id: str) -> None:
+        """Stop serving ``room_id``: cancel its turn, then clean up once (never blocks)."""
+        slot = self._rooms.get(room_id)
+        if slot is None:
+            return
+        slot.readd = False
+        if slot.removed:
+            return
+        slot.removed = True
+        logger.info("room %s removed; leaving it", room_id)
+        slot.room.fence()
+        slot.scope.cancel()
+
+    async def _run_room(self, slot: _RoomSlot) -> None:
+        room = slot.room
+        room_id = room.room_id
+        served = False
+        joined = False
+        try:
+            with slot.scope:
+                joined = await self._join_with_retries(slot)
+                slot.settled.set()
+                if not joined:
+                    return
+                slot.serving = True
+                served = True
+                await room.serve()
+        finally:
+            slot.settled.set()
+            slot.serving = False
+            with trio.CancelScope(shield=True):
+                if served:
+                    await self._cleanup_room(room_id)
+                if joined and slot.removed and self._accepting:
+                    with trio.move_on_after(_LEAVE_TIMEOUT):
+                        await self._leave(room_id)
+            if self._rooms.get(room_id) is slot:
+                del self._rooms[room_id]
+            if not self._rooms:
+                self._all_done.set()
+            if slot.readd and self._accepting:
+                self.add_room(room_id)
+
+    async def _cleanup_room(self, room_id: str) -> None:
+        with trio.move_on_after(self._config.cleanup_timeout) as scope:
+            try:
+                await self._svc.adapter.on_cleanup(room_id)
+            except Exception:
+                logger.exception("room %s: on_cleanup failed", room_id)
+        if scope.cancelled_caught:
+            logger.warning(
+                "room %s: on_cleanup did not finish within %ss",
+                room_id,
+                self._config.cleanup_timeout,
+            )
+
+    async def _join_with_retries(self, slot: _RoomSlot) -> bool:
+        room_id = slot.room.room_id
+        delays = (0.0, *self._config.join_retry_delays)
+        for attempt, delay in enumerate(delays, start=1):
+            if delay:
+                await trio.sleep(delay)
+            try:
+                async with self._limiter:
+                    await self._join(room_id)
+            except BandError as exc:
+                self._join_failures += 1
+                logger.warning("room %s: join attempt %d failed: %s", room_id, attempt, exc)
+                # Startup does not wait for the retries.
+                slot.settled.set()
+                continue
+            logger.info("room %s: joined", room_id)
+            return True
+        logger.error("room %s: giving up joining until the next reconnect", room_id)
+        return False
+
+    async def _join(self, room_id: str) -> None:
+        from band_trio.wire.link import room_topics
+
+        chat_topic, participants_topic = room_topics(room_id)
+        await self._link.join(chat_topic)
+        try:
+            await self._link.join(participants_topic)
+        except BaseException:
+            # Roll the first join back so a retry starts clean.
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(_LEAVE_TIMEOUT),
+                contextlib.suppress(BandError),
+            ):
+                await self._link.leave(chat_topic)
+            raise
+
+    async def _leave(self, room_id: str) -> None:
+        from band_trio.wire.link import room_topics
+
+        for topic in room_topics(room_id):
+            try:
+                await self._link.leave(topic)
+            except BandError as exc:
+                logger.debug("room %s: leaving %s failed: %s", room_id, topic, exc)
+
+    # ------------------------------------------------------------------ reconnect
+
+    def on_reconnected(self, *, count: bool = True) -> None:
+        """The socket came back: re-list rooms, rejoin, refresh rosters, drain ``/next``."""
+        if count:
+            self._reconnects += 1
+        if not self._accepting or self._nursery is None:
+            return
+        if self._relisting:
+            self._relist_again = True
+            return
+        self._nursery.start_soon(self._relist, False)
+
+    async def _relist(self, retry_until_listed: bool) -> None:
+        self._relisting = True
+        delays = iter(self._config.join_retry_delays)
+        try:
+            while self._accepting:
+                self._relist_again = False
+                generation = self._generation
+                try:
+                    listed: set[str] | None = set(await self._list_rooms())
+                except BandError as exc:
+                    logger.warning("could not re-list rooms: %s", exc)
+                    listed = None
+                if listed is not None:
+                    for room_id, slot in list(self._rooms.items()):
+                        # A room admitted while we listed may be missing from the list.
+                        if room_id not in listed and slot.generation <= generation:
+                            self.remove_room(room_id)
+                    for room_id in sorted(listed):
+                        self.add_room(room_id)
+                for room_id, slot in list(self._rooms.items()):
+                    if slot.serving and not slot.removed:
+                        # A topic whose rejoin was refused is joined again here
+                        # (a no-op for topics the link still holds).
+                        await self._ensure_joined(room_id)
+                        slot.room.request_resync(refresh_roster=True)
+                if listed is None and retry_until_listed:
+                    delay = next(delays, self._config.idle_resync_interval)
+                    await trio.sleep(delay)
+                    continue
+                if not self._relist_again:
+                    return
+        finally:
+            self._relisting = False
+
+    async def _ensure_joined(self, room_id: str) -> None:
+        try:
+            async with self._limiter:
+                await self._join(room_id)
+        except BandError as exc:
+            self._join_failures += 1
+            logger.warning("room %s: rejoin failed: %s", room_id, exc)
+
+    def on_topic_lost(self, topic: str) -> None:
+        """A room topic ended without us leaving it: re-list rooms and rejoin."""
+        logger.info("topic %s lost", topic)
+        self.on_reconnected(count=False)
+
+    # ------------------------------------------------------------------ shutdown
+
+    def fence(self) -> None:
+        """Stop taking work everywhere at once: no room is added, no turn starts."""
+        self._accepting = False
+        for slot in self._rooms.values():
+            slot.room.fence()
+
+    async def shutdown(self, deadline: float) -> bool:
+        """Fence, let running turns finish until ``deadline``, then cancel every room.
+
+        Each room's ``on_cleanup`` runs concurrently (shielded, bounded by
+        ``cleanup_timeout``); this returns once they all ran.
+
+        Returns:
+            True when every running turn finished before the deadline.
+        """
+        self.fence()
+        graceful = True
+        with trio.move_on_at(deadline) as scope:
+            for slot in list(self._rooms.values()):
+                if slot.serving:
+                    await slot.room.wait_parked()
+        if scope.cancelled_caught:
+            graceful = False
+            logger.warning("shutdown deadline reached; cancelling the turns still running")
+        for slot in list(self._rooms.values()):
+            slot.scope.cancel()
+        with trio.move_on_after(self._config.cleanup_timeout + 1.0):
+            await self._all_done.wait()
+        return graceful
