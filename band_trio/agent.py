@@ -1,0 +1,482 @@
+"""``Agent``: connect an adapter to Band and serve its rooms.
+
+Three ways to run one, all structured (no background work outlives them)::
+
+    trio.run(agent.serve)                       # until SIGINT/SIGTERM
+
+    async with trio.open_nursery() as nursery:  # returns once connected and
+        await nursery.start(agent.serve)        # the rooms are joined
+
+    async with band_trio.open_agent(adapter=..., ...) as agent:
+        ...                                     # the agent runs for the block
+
+Shutdown is graceful in every case (a signal, cancelling ``serve``, leaving the
+``open_agent`` block): intake is fenced in every room at once, running turns get
+ONE global deadline (``AgentConfig.shutdown_timeout``) to finish, the rest are
+cancelled, every room's ``on_cleanup`` and the adapter's ``cleanup_all`` (when
+it has one) run shielded under ``AgentConfig.cleanup_timeout``. A failure
+surfaces as one typed error, never an ``ExceptionGroup`` of one.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import attrs
+import trio
+
+from band_trio.errors import BandConfigError, RateLimitError
+from band_trio.runtime.config import AgentConfig, AgentSettings
+from band_trio.runtime.engine import AgentEngine
+from band_trio.runtime.ledger import ClaimsLedger
+from band_trio.runtime.platform import PlatformRuntime
+from band_trio.runtime.preprocessor import DefaultPreprocessor
+from band_trio.runtime.room import RoomServices, RoomStatistics
+from band_trio.runtime.types import (
+    AgentToolsProtocol,
+    FrameworkAdapter,
+    Preprocessor,
+    TurnHooks,
+)
+from band_trio.wire.models import ChatParticipant
+
+__all__ = ["Agent", "AgentStatistics", "open_agent"]
+
+logger = logging.getLogger("band_trio.agent")
+
+_LINK_BUFFER = 256
+"""Events the link may queue for the dispatcher (which never blocks, so this
+only absorbs bursts; the link applies back-pressure beyond it)."""
+
+
+@attrs.frozen
+class AgentStatistics:
+    """A snapshot of a running agent's counters.
+
+    Attributes:
+        serving: the agent is connected and serving rooms.
+        rooms: rooms being served.
+        joining: rooms whose join is in progress or being retried.
+        turns: turns started, all rooms.
+        completed: messages completed (marked processed), all rooms.
+        failures: failed turns (adapter raised or timed out).
+        failed_for_good: messages failed after their last attempt.
+        interrupted: turns cancelled by an interrupt.
+        overflows: room events not queued because an inbox was full (recovered
+            from ``/next``).
+        resyncs: ``/next`` reconcile passes.
+        inbox_depth: events waiting in all inboxes now.
+        reconnects: times the WebSocket came back after a drop.
+        events: link events routed.
+        unrouted: room events for rooms the agent does not serve (dropped).
+        rejected: pushes the link rejected as invalid.
+        control_signals: ``agent.control`` signals applied.
+        per_room: each served room's statistics.
+    """
+
+    serving: bool
+    rooms: int
+    joining: int
+    turns: int
+    completed: int
+    failures: int
+    failed_for_good: int
+    interrupted: int
+    overflows: int
+    resyncs: int
+    inbox_depth: int
+    reconnects: int
+    events: int
+    unrouted: int
+    rejected: int
+    control_signals: int
+    per_room: tuple[RoomStatistics, ...]
+
+
+@attrs.define
+class _RunState:
+    started: bool = False
+
+
+def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real error of a nursery's group, or the group itself.
+
+    Cancellations are ignored when picking; if exactly one other error is left,
+    that is what the caller sees.
+    """
+
+    def leaves(exc: BaseException) -> list[BaseException]:
+        if isinstance(exc, BaseExceptionGroup):
+            out: list[BaseException] = []
+            for sub in exc.exceptions:
+                out.extend(leaves(sub))
+            return out
+        return [exc]
+
+    real = [e for e in leaves(group) if not isinstance(e, trio.Cancelled)]
+    if len(real) == 1:
+        return real[0]
+    return group
+
+
+class Agent:
+    """A Band agent: a platform runtime, an adapter and a preprocessor.
+
+    Building one does no I/O. Use :meth:`create` to build it from arguments or
+    the environment.
+
+    Args:
+        runtime: identity, URLs and configuration.
+        adapter: the framework adapter that answers messages.
+        preprocessor: turns events into adapter inputs
+            (:class:`~band_trio.runtime.preprocessor.DefaultPreprocessor` when None).
+        handle_signals: while serving in the main thread, SIGINT and SIGTERM
+            start a graceful shutdown (``serve`` then returns normally).
+    """
+
+    def __init__(
+        self,
+        runtime: PlatformRuntime,
+        adapter: FrameworkAdapter,
+        preprocessor: Preprocessor | None = None,
+        *,
+        handle_signals: bool = True,
+    ) -> None:
+        if not isinstance(runtime, PlatformRuntime):
+            raise BandConfigError("runtime must be a PlatformRuntime")
+        for hook in ("on_started", "on_event", "on_cleanup"):
+            if not callable(getattr(adapter, hook, None)):
+                raise BandConfigError(f"adapter {type(adapter).__name__} has no {hook}()")
+        self.runtime = runtime
+        self.adapter = adapter
+        self.preprocessor: Preprocessor = (
+            preprocessor if preprocessor is not None else DefaultPreprocessor()
+        )
+        self.handle_signals = handle_signals
+        self.agent_name: str | None = None
+        self.agent_description: str | None = None
+        self._engine: AgentEngine | None = None
+        self._link: Any = None
+        self._serving = False
+        self._shutdown_requested = trio.Event()
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        adapter: FrameworkAdapter,
+        agent_id: str | None = None,
+        api_key: str | None = None,
+        rest_url: str | None = None,
+        ws_url: str | None = None,
+        preprocessor: Preprocessor | None = None,
+        config: AgentConfig | None = None,
+        handle_signals: bool = True,
+    ) -> Agent:
+        """Build an agent; each setting not given is read from the environment.
+
+        ``BAND_AGENT_ID``, ``BAND_API_KEY``, ``BAND_REST_URL`` and ``BAND_WS_URL``
+        (see :meth:`~band_trio.runtime.config.AgentSettings.from_env`).
+
+        Raises:
+            BandConfigError: a setting is missing or invalid (the message names
+                it and never contains the key).
+        """
+        settings = AgentSettings.from_env(
+            agent_id=agent_id, api_key=api_key, rest_url=rest_url, ws_url=ws_url
+        )
+        runtime = PlatformRuntime(settings, config if config is not None else AgentConfig())
+        return cls(runtime, adapter, preprocessor, handle_signals=handle_signals)
+
+    def __repr__(self) -> str:
+        return f"Agent(agent_id={self.runtime.agent_id!r}, adapter={type(self.adapter).__name__})"
+
+    # ------------------------------------------------------------------ running
+
+    def request_shutdown(self) -> None:
+        """Ask a serving agent to shut down gracefully (``serve`` then returns)."""
+        self._shutdown_requested.set()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connect, join the agent's rooms and answer messages until shut down.
+
+        ``task_status.started()`` is called once the socket is connected and the
+        existing rooms are joined (their ``/next`` backlog drains after that).
+
+        Returns normally after a graceful shutdown requested by a signal or
+        :meth:`request_shutdown`; re-raises the cancellation when cancelled (after
+        shutting down gracefully).
+
+        Raises:
+            BandConfigError: bad settings, the agent is already serving, or the
+                platform reports an agent with no description.
+            AuthenticationError: the API key was refused.
+            SupersededError: another connection for this agent took over.
+            BandConnectionError: the platform could not be reached (terminal).
+        """
+        if self._serving:
+            raise BandConfigError("this agent is already serving")
+        self._serving = True
+        self._shutdown_requested = trio.Event()
+        try:
+            await self._serve_guarded(task_status)
+        except BaseExceptionGroup as group:
+            real = _collapse(group)
+            if real is group:
+                raise
+            raise real from None
+        finally:
+            self._serving = False
+            self._engine = None
+            self._link = None
+
+    async def _serve_guarded(self, task_status: trio.TaskStatus[None]) -> None:
+        # The body runs shielded so that cancelling serve() becomes a graceful
+        # shutdown (bounded below) instead of an abrupt one. A watcher outside
+        # the shield turns the outer cancellation into a shutdown request.
+        state = _RunState()
+        body = trio.CancelScope(shield=True)
+        outer_cancelled = trio.Event()
+
+        async def watch_outer() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                outer_cancelled.set()
+                if not state.started:
+                    body.cancel()  # cancelled during startup: abort it at once
+
+        async with trio.open_nursery() as guard:
+            guard.start_soon(watch_outer)
+            with body:
+                await self._run(task_status, state, body, outer_cancelled)
+            guard.cancel_scope.cancel()
+
+    async def _run(
+        self,
+        task_status: trio.TaskStatus[None],
+        state: _RunState,
+        body: trio.CancelScope,
+        outer_cancelled: trio.Event,
+    ) -> None:
+        runtime = self.runtime
+        cfg = runtime.config
+        ledger = ClaimsLedger.for_config(cfg, runtime.agent_id)
+        try:
+            async with runtime.open_rest() as rest:
+                me = await self._fetch_me(rest)
+                if not (me.description or "").strip():
+                    raise BandConfigError(
+                        "the platform reports no description for this agent; set one first"
+                    )
+                self.agent_name, self.agent_description = me.name, me.description
+                await self.adapter.on_started(me.name, me.description or "")
+                link = runtime.make_link()
+                self._link = link
+                agent_id = runtime.agent_id
+
+                def make_tools(
+                    room_id: str, participants: Sequence[ChatParticipant], hooks: TurnHooks
+                ) -> AgentToolsProtocol:
+                    from band_trio.tools.agent import AgentTools
+
+                    tools = AgentTools(
+                        rest=rest,
+                        room_id=room_id,
+                        agent_id=agent_id,
+                        participants=participants,
+                        hooks=hooks,
+                    )
+                    return cast(AgentToolsProtocol, tools)
+
+                services = RoomServices(
+                    agent_id=agent_id,
+                    rest=rest,
+                    ledger=ledger,
+                    adapter=self.adapter,
+                    preprocessor=self.preprocessor,
+                    config=cfg,
+                    make_tools=make_tools,
+                )
+                engine = AgentEngine(services, link)
+                self._engine = engine
+                send, recv = trio.open_memory_channel[Any](_LINK_BUFFER)
+                try:
+                    async with trio.open_nursery() as root:
+                        await root.start(link.serve, send)
+                        await root.start(engine.serve, recv)
+                        state.started = True
+                        logger.info(
+                            "agent %s (%s) serving %d room(s)",
+                            me.name,
+                            agent_id,
+                            len(engine.serving_rooms()),
+                        )
+                        task_status.started()
+                        await self._wait_for_shutdown(outer_cancelled)
+                        # Graceful shutdown, under one hard bound.
+                        now = trio.current_time()
+                        body.deadline = now + cfg.shutdown_timeout + 2 * cfg.cleanup_timeout + 1
+                        graceful = await engine.shutdown(now + cfg.shutdown_timeout)
+                        logger.info(
+                            "agent %s stopped (%s)",
+                            agent_id,
+                            "all turns finished" if graceful else "turns cancelled",
+                        )
+                        root.cancel_scope.cancel()
+                finally:
+                    await self._adapter_cleanup()
+        finally:
+            ledger.close()
+
+    async def _fetch_me(self, rest: Any) -> Any:
+        delays = self.runtime.config.me_retry_delays
+        for attempt in range(len(delays) + 1):
+            try:
+                return await rest.get_me()
+            except RateLimitError:
+                if attempt == len(delays):
+                    raise
+                logger.warning("GET /agent/me rate limited; retrying in %ss", delays[attempt])
+                await trio.sleep(delays[attempt])
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _wait_for_shutdown(self, outer_cancelled: trio.Event) -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def wait_event(event: trio.Event) -> None:
+                await event.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(wait_event, outer_cancelled)
+            nursery.start_soon(wait_event, self._shutdown_requested)
+            if self.handle_signals and threading.current_thread() is threading.main_thread():
+                nursery.start_soon(self._wait_for_signal, nursery.cancel_scope)
+
+    async def _wait_for_signal(self, scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                logger.info("received %s; shutting down", signal.Signals(signum).name)
+                scope.cancel()
+                return
+
+    async def _adapter_cleanup(self) -> None:
+        cleanup_all = getattr(self.adapter, "cleanup_all", None)
+        if not callable(cleanup_all):
+            return
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(self.runtime.config.cleanup_timeout):
+                try:
+                    await cleanup_all()
+                except Exception:
+                    logger.exception("adapter cleanup_all failed")
+
+    # ------------------------------------------------------------------ observing
+
+    def statistics(self) -> AgentStatistics:
+        """The agent's counters now (zeros when not serving)."""
+        engine = self._engine
+        if engine is None:
+            return AgentStatistics(
+                serving=False,
+                rooms=0,
+                joining=0,
+                turns=0,
+                completed=0,
+                failures=0,
+                failed_for_good=0,
+                interrupted=0,
+                overflows=0,
+                resyncs=0,
+                inbox_depth=0,
+                reconnects=0,
+                events=0,
+                unrouted=0,
+                rejected=0,
+                control_signals=0,
+                per_room=(),
+            )
+        es = engine.statistics()
+        rooms = es.rooms
+        return AgentStatistics(
+            serving=True,
+            rooms=len(rooms),
+            joining=es.joining,
+            turns=sum(r.turns for r in rooms),
+            completed=sum(r.completed for r in rooms),
+            failures=sum(r.failures for r in rooms),
+            failed_for_good=sum(r.failed_for_good for r in rooms),
+            interrupted=sum(r.interrupted for r in rooms),
+            overflows=sum(r.overflows for r in rooms),
+            resyncs=sum(r.resyncs for r in rooms),
+            inbox_depth=sum(r.inbox_depth for r in rooms),
+            reconnects=es.reconnects,
+            events=es.events,
+            unrouted=es.unrouted,
+            rejected=es.rejected,
+            control_signals=es.control_applied,
+            per_room=rooms,
+        )
+
+    def room_statistics(self, room_id: str) -> RoomStatistics | None:
+        """One served room's statistics, or None when the agent does not serve it."""
+        engine = self._engine
+        room = engine.serving_rooms().get(room_id) if engine is not None else None
+        return room.statistics() if room is not None else None
+
+    @property
+    def room_ids(self) -> frozenset[str]:
+        """The rooms being served now."""
+        engine = self._engine
+        return frozenset(engine.serving_rooms()) if engine is not None else frozenset()
+
+
+@asynccontextmanager
+async def open_agent(
+    *,
+    adapter: FrameworkAdapter,
+    agent_id: str | None = None,
+    api_key: str | None = None,
+    rest_url: str | None = None,
+    ws_url: str | None = None,
+    preprocessor: Preprocessor | None = None,
+    config: AgentConfig | None = None,
+    handle_signals: bool = False,
+) -> AsyncIterator[Agent]:
+    """Run an agent for the duration of the block.
+
+    The block starts once the agent is connected and its rooms are joined; on
+    exit the agent shuts down gracefully. Arguments are those of
+    :meth:`Agent.create`.
+
+    Raises:
+        The one real error of the agent or of the block (never an
+        ``ExceptionGroup`` of one).
+    """
+    agent = Agent.create(
+        adapter=adapter,
+        agent_id=agent_id,
+        api_key=api_key,
+        rest_url=rest_url,
+        ws_url=ws_url,
+        preprocessor=preprocessor,
+        config=config,
+        handle_signals=handle_signals,
+    )
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(agent.serve)
+            try:
+                yield agent
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        real = _collapse(group)
+        if real is group:
+            raise
+        raise real from None
