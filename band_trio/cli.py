@@ -101,6 +101,21 @@ def _run_platform(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_demo(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run a local platform, an echo agent and a human, and print the conversation",
+        description="Run a whole Band conversation offline and exit.",
+    )
+    parser.set_defaults(handler=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from band_trio.demo import main as demo_main
+
+    return demo_main()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -109,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     _add_platform(subparsers)
+    _add_demo(subparsers)
     return parser
 
 
