@@ -1,0 +1,250 @@
+"""Shared helpers of the engine's end-to-end tests (agent, room, control, shutdown,
+faults): a scriptable recording adapter, a human in a room, and exactly-once checks
+against the local platform's state.
+
+Everything waits on observable state under a deadline; nothing sleeps and hopes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+
+from band_trio.agent import Agent
+from band_trio.local import HumanClient, LocalPlatform
+from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.types import (
+    AgentToolsProtocol,
+    HistoryProvider,
+    PlatformMessage,
+    SimpleAdapter,
+)
+
+POLL = 0.01
+"""How often :func:`wait_until` re-checks its condition (a real-time poll)."""
+
+
+@attrs.define
+class Call:
+    """One ``on_message`` call as the adapter saw it."""
+
+    msg: PlatformMessage
+    room_id: str
+    history: HistoryProvider
+    participants_msg: str | None
+    contacts_msg: str | None
+    is_session_bootstrap: bool
+    finished: bool = False
+    cancelled: bool = False
+
+
+Behaviour = Callable[["RecordingAdapter", PlatformMessage, AgentToolsProtocol], Awaitable[None]]
+
+
+async def echo(adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol) -> None:
+    """Reply ``echo: <content>`` to the sender (the default behaviour)."""
+    await tools.send_message(f"echo: {msg.content}", [msg.sender_id])
+
+
+class RecordingAdapter(SimpleAdapter[HistoryProvider]):
+    """Records every call and runs a scriptable behaviour (``echo`` by default).
+
+    ``behaviour`` may be replaced at any time; ``cleanups`` lists ``on_cleanup``
+    room ids; ``running`` counts turns in progress (for concurrency checks).
+    """
+
+    def __init__(self, behaviour: Behaviour = echo) -> None:
+        super().__init__()
+        self.behaviour = behaviour
+        self.calls: list[Call] = []
+        self.cleanups: list[str] = []
+        self.started_with: tuple[str, str] | None = None
+        self.running = 0
+        self.max_running = 0
+        self.changed = trio.Event()
+
+    def _bump(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        await super().on_started(agent_name, agent_description)
+        self.started_with = (agent_name, agent_description)
+
+    async def on_cleanup(self, room_id: str) -> None:
+        self.cleanups.append(room_id)
+        self._bump()
+
+    async def on_message(
+        self,
+        msg: PlatformMessage,
+        tools: AgentToolsProtocol,
+        history: HistoryProvider,
+        participants_msg: str | None,
+        contacts_msg: str | None,
+        *,
+        is_session_bootstrap: bool,
+        room_id: str,
+    ) -> None:
+        call = Call(msg, room_id, history, participants_msg, contacts_msg, is_session_bootstrap)
+        self.calls.append(call)
+        self.running += 1
+        self.max_running = max(self.max_running, self.running)
+        self._bump()
+        try:
+            await self.behaviour(self, msg, tools)
+            call.finished = True
+        except trio.Cancelled:
+            call.cancelled = True
+            raise
+        finally:
+            self.running -= 1
+            self._bump()
+
+    def calls_for(self, room_id: str) -> list[Call]:
+        return [c for c in self.calls if c.room_id == room_id]
+
+    def contents(self, room_id: str | None = None) -> list[str]:
+        return [c.msg.content for c in self.calls if room_id is None or c.room_id == room_id]
+
+
+async def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> None:
+    """Wait (real time) until ``predicate()`` is true, re-checking every few ms.
+
+    The state polled lives in the platform, the adapter and the agent at once,
+    so no single event announces the change.
+
+    Raises:
+        trio.TooSlowError: it did not become true within ``within`` seconds.
+    """
+    with trio.fail_after(within):
+        while not predicate():  # noqa: ASYNC110 - polling state spread over three objects
+            await trio.sleep(POLL)
+
+
+_tokens = itertools.count(1)
+
+
+def token(prefix: str = "m") -> str:
+    """A unique word to put in a message, so replies can be matched to it."""
+    return f"{prefix}{next(_tokens)}x"
+
+
+@attrs.define
+class Scene:
+    """A platform, its demo agent's credentials and a human client."""
+
+    platform: LocalPlatform
+    human: HumanClient
+    agent_id: str
+    agent_key: str
+    agent_handle: str
+
+    def make_agent(
+        self,
+        adapter: Any,
+        config: AgentConfig | None = None,
+        **kwargs: Any,
+    ) -> Agent:
+        return Agent.create(
+            adapter=adapter,
+            agent_id=self.agent_id,
+            api_key=self.agent_key,
+            rest_url=self.platform.rest_url,
+            ws_url=self.platform.ws_url,
+            config=config if config is not None else fast_config(),
+            handle_signals=False,
+            **kwargs,
+        )
+
+    async def new_room(self, *, with_agent: bool = True, title: str = "test room") -> str:
+        room = await self.human.create_room(title=title)
+        if with_agent:
+            await self.human.add_participant(room["id"], self.agent_id)
+        return str(room["id"])
+
+    async def post(self, room_id: str, text: str) -> str:
+        """Post ``text`` mentioning the agent; returns the message id."""
+        sent = await self.human.post_message(
+            room_id, f"@{self.agent_handle} {text}", mentions=[self.agent_handle]
+        )
+        return str(sent["id"])
+
+    # ------------------------------------------------------------ platform state
+
+    def room_state(self, room_id: str) -> Any:
+        return self.platform.state.rooms[room_id]
+
+    def delivery(self, room_id: str, message_id: str) -> Any:
+        return self.room_state(room_id).by_id[message_id].deliveries.get(self.agent_id)
+
+    def status(self, room_id: str, message_id: str) -> str | None:
+        d = self.delivery(room_id, message_id)
+        return None if d is None else str(d.status)
+
+    def processed(self, room_id: str, message_id: str) -> bool:
+        return self.status(room_id, message_id) == "processed"
+
+    def agent_texts(self, room_id: str) -> list[str]:
+        """Every text message the agent posted in the room, oldest first."""
+        return [
+            m.content
+            for m in self.room_state(room_id).messages
+            if m.sender_id == self.agent_id and m.message_type == "text"
+        ]
+
+    def agent_events(self, room_id: str, message_type: str) -> list[Any]:
+        return [
+            m
+            for m in self.room_state(room_id).messages
+            if m.sender_id == self.agent_id and m.message_type == message_type
+        ]
+
+    def replies_to(self, room_id: str, word: str) -> int:
+        return sum(1 for t in self.agent_texts(room_id) if word in t)
+
+    def successes(self, room_id: str, message_id: str) -> int:
+        d = self.delivery(room_id, message_id)
+        return 0 if d is None else sum(1 for a in d.attempts if a.status == "success")
+
+    def assert_exactly_once(self, room_id: str, posted: dict[str, str]) -> None:
+        """Every posted message (id -> unique word) is processed, by one
+        successful attempt, with exactly one reply containing its word."""
+        for message_id, word in posted.items():
+            assert self.processed(room_id, message_id), (word, self.status(room_id, message_id))
+            assert self.successes(room_id, message_id) == 1, word
+            assert self.replies_to(room_id, word) == 1, (word, self.agent_texts(room_id))
+
+
+def fast_config(**overrides: Any) -> AgentConfig:
+    """An in-memory agent config with short timeouts suited to tests."""
+    values: dict[str, Any] = {
+        "state_dir": None,
+        "shutdown_timeout": 5.0,
+        "cleanup_timeout": 2.0,
+        "join_retry_delays": (0.05, 0.1, 0.2),
+    }
+    values.update(overrides)
+    return AgentConfig(**values)
+
+
+@asynccontextmanager
+async def scene(platform: LocalPlatform) -> AsyncIterator[Scene]:
+    """A human client on ``platform`` and the credentials of its demo agent."""
+    creds = platform.agents[0]
+    async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
+        yield Scene(platform, human, creds.id, creds.api_key, creds.handle)
+
+
+@asynccontextmanager
+async def serving(agent: Agent) -> AsyncIterator[Agent]:
+    """Run ``agent`` for the block (started = connected and rooms joined)."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(agent.serve)
+        yield agent
+        nursery.cancel_scope.cancel()
