@@ -307,6 +307,18 @@ class PhoenixProtocol:
         """The socket is gone; nothing may be sent until :meth:`reset_connection`."""
         self._connected = False
 
+    def abandon_join(self, topic: str, join_ref: str) -> None:
+        """Give up waiting for the reply to join ``join_ref`` (a timeout).
+
+        The topic goes back to :attr:`TopicState.NEEDS_REJOIN`, so a late reply
+        is dropped and a later :meth:`send_join` uses a fresh ``join_ref``.
+        Nothing happens if the topic has moved on (another join, a leave).
+        """
+        entry = self._topics.get(topic)
+        if entry is not None and entry.state is TopicState.JOINING and entry.join_ref == join_ref:
+            entry.state = TopicState.NEEDS_REJOIN
+            entry.join_ref = None
+
     def forget(self, topic: str) -> None:
         """Unregister a topic locally, whatever its state (for example after a timeout)."""
         self._topics.pop(topic, None)
@@ -393,6 +405,16 @@ class PhoenixProtocol:
     def is_dead(self, now: float) -> bool:
         """True when ``dead_after`` seconds passed since the socket opened or the last ack."""
         return self._connected and now >= self.dead_at
+
+    def extend_deadline(self, seconds: float) -> None:
+        """Push the dead deadline back by ``seconds``.
+
+        For time during which the caller could not read the socket through no
+        fault of the peer (for example while its consumer applied back-pressure):
+        acks that may be waiting unread must not count as missing.
+        """
+        if seconds > 0:
+            self._last_ack += seconds
 
     def send_heartbeat(self, now: float) -> tuple[str, str]:
         """Emit a heartbeat and schedule the next one ``heartbeat_interval`` later.

@@ -339,3 +339,23 @@ def test_reset_connection_restarts_heartbeat_timing() -> None:
 def test_invalid_timing_configuration() -> None:
     with pytest.raises(LocalProtocolError):
         PhoenixProtocol(heartbeat_interval=0)
+
+
+def test_extend_deadline_pushes_dead_time_back() -> None:
+    proto = connected()
+    proto.extend_deadline(15.0)
+    assert proto.dead_at == 75.0
+    proto.extend_deadline(-3.0)
+    assert proto.dead_at == 75.0
+
+
+def test_abandon_join_drops_the_late_reply() -> None:
+    proto = connected()
+    ref, _ = proto.send_join(TOPIC)
+    proto.abandon_join(TOPIC, "not-the-ref")
+    assert proto.state(TOPIC) is TopicState.JOINING
+    proto.abandon_join(TOPIC, ref)
+    assert proto.state(TOPIC) is TopicState.NEEDS_REJOIN
+    assert proto.receive_frame(ok_reply(ref, ref), 0.0) == []
+    new_ref, _ = proto.send_join(TOPIC)
+    assert new_ref != ref

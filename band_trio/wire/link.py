@@ -1,0 +1,999 @@
+"""``BandLink``: the agent's WebSocket to Band, on trio-websocket.
+
+The link is a thin Trio shell around the sans-io cores:
+
+* :class:`~band_trio.wire.phoenix.PhoenixProtocol` (refs, joins, leaves,
+  ``join_ref`` filtering, heartbeat deadlines),
+* :mod:`band_trio.wire.backoff` (first-connect and reconnect policies),
+* :func:`~band_trio.wire.events.decode_event` (typed, validated events).
+
+While :meth:`BandLink.serve` runs, one session at a time owns a socket and runs
+two tasks: the *reader* (frames in, replies matched, events decoded) and the
+*heartbeat* (its own task, so it is never stuck behind a consumer). Events go
+through a bounded internal buffer (``LinkConfig.event_buffer_size`` items) to
+a forwarder task that sends them on the caller's channel. When the caller is
+slow and that buffer is full, the reader waits (no event is ever dropped) and
+the dead-connection deadline is paused meanwhile, because the acks may be
+sitting unread behind the events; heartbeats keep being sent.
+
+Memory bound: ``event_buffer_size`` decoded events, plus one frame held by
+trio-websocket, plus frames of at most ``max_message_size`` (1 MiB) each;
+bigger frames make the socket close with 1009 and the link reconnect.
+
+The API key travels only in the ``x-api-key`` header; it never appears in a
+URL, a log line, a repr or an exception.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import random as _random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final, NoReturn, TypeAlias, cast
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import attrs
+import trio
+import trio_websocket
+
+from band_trio.errors import (
+    AgentAlreadyRunningError,
+    BandConfigError,
+    BandConnectionError,
+    BandTimeoutError,
+    FrameError,
+    InvalidEventError,
+    JoinError,
+    SupersededError,
+    UpgradeRefusedError,
+)
+from band_trio.wire.backoff import (
+    FirstConnectPolicy,
+    ReconnectPolicy,
+    RetryDecision,
+    first_connect_status_is_terminal,
+    reconnect_status_is_terminal,
+)
+from band_trio.wire.events import PlatformEvent, Supersede, decode_event
+from band_trio.wire.phoenix import (
+    ChannelClosed,
+    ChannelErrored,
+    ChannelMessage,
+    HeartbeatAck,
+    JoinFailed,
+    JoinOk,
+    LeaveFailed,
+    LeaveOk,
+    PhoenixEvent,
+    PhoenixProtocol,
+    TopicState,
+)
+
+__all__ = [
+    "BandLink",
+    "EventRejected",
+    "LinkConfig",
+    "LinkEvent",
+    "LinkReconnected",
+    "LinkStatistics",
+    "TopicLost",
+    "agent_topics",
+    "build_ws_url",
+    "room_topics",
+]
+
+logger = logging.getLogger("band_trio.wire.link")
+
+MIB: Final = 1024 * 1024
+DEAD_CLOSE_CODE: Final = 4000
+DEAD_CLOSE_REASON: Final = "Heartbeat dead-threshold exceeded"
+MALFORMED_CLOSE_CODE: Final = 1002
+_STRIPPED_QUERY_KEYS: Final = frozenset({"vsn", "api_key", "token", "agent_id", "on_conflict"})
+_ON_CONFLICT_VALUES: Final = frozenset({"supersede", "reject"})
+
+
+# --------------------------------------------------------------------------- public records
+
+
+@attrs.frozen
+class LinkConfig:
+    """Knobs of a :class:`BandLink`; the defaults are the official client's (protocol.md §6).
+
+    Attributes:
+        join_timeout: seconds to wait for a join reply.
+        leave_timeout: seconds to wait for a leave reply.
+        heartbeat_interval: seconds between Phoenix heartbeats.
+        dead_after: seconds without a heartbeat ack before the socket is
+            force-closed (code 4000) and the link reconnects.
+        connect_timeout: seconds for the TCP connect plus the upgrade handshake.
+        close_timeout: seconds to wait for the closing handshake.
+        max_message_size: largest incoming message accepted (bigger: close 1009).
+        event_buffer_size: events decoded but not yet taken by the caller.
+        join_agent_rooms: also join ``agent_rooms:<agent_id>`` at start-up
+            (failure is logged, not fatal).
+        first_connect_policy: builds the backoff policy of the first connect.
+        reconnect_policy: builds the backoff policy of later reconnects.
+        random: jitter source for channel rejoins after ``phx_error``.
+    """
+
+    join_timeout: float = 10.0
+    leave_timeout: float = 5.0
+    heartbeat_interval: float = 30.0
+    dead_after: float = 60.0
+    connect_timeout: float = 10.0
+    close_timeout: float = 5.0
+    max_message_size: int = MIB
+    event_buffer_size: int = 1000
+    join_agent_rooms: bool = True
+    first_connect_policy: Callable[[], FirstConnectPolicy] = FirstConnectPolicy
+    reconnect_policy: Callable[[], ReconnectPolicy] = ReconnectPolicy
+    random: Callable[[], float] = _random.random
+
+
+@attrs.frozen
+class LinkReconnected:
+    """The socket was replaced and every registered topic rejoined.
+
+    Messages may have been missed while disconnected: consumers resync (for
+    example, drain ``/messages/next`` in every room and re-list rooms).
+
+    Attributes:
+        reconnects: how many reconnects this link has made so far.
+        rejoined: topics joined again on the new socket.
+        lost: topics whose rejoin was refused (no longer joined).
+    """
+
+    reconnects: int
+    rejoined: tuple[str, ...]
+    lost: tuple[str, ...]
+
+
+@attrs.frozen
+class EventRejected:
+    """A push that failed validation (or had an unknown event name); it was dropped.
+
+    Attributes:
+        topic: the channel it arrived on.
+        event: the event name.
+        reason: what was wrong (fields and types, never payload values).
+    """
+
+    topic: str
+    event: str
+    reason: str
+
+
+@attrs.frozen
+class TopicLost:
+    """A joined topic ended without us leaving it (``phx_close``, or a refused rejoin).
+
+    The link does not rejoin it; a consumer that still wants it calls
+    :meth:`BandLink.join` again.
+    """
+
+    topic: str
+    reason: str
+
+
+LinkEvent: TypeAlias = PlatformEvent | LinkReconnected | EventRejected | TopicLost
+
+
+@attrs.frozen
+class LinkStatistics:
+    """A snapshot of a link's counters (see :meth:`BandLink.statistics`)."""
+
+    connected: bool
+    joined_topics: tuple[str, ...]
+    frames_in: int
+    frames_out: int
+    malformed_frames: int
+    oversize_frames: int
+    events_delivered: int
+    events_rejected: int
+    events_buffered: int
+    consumer_stalls: int
+    heartbeats_sent: int
+    heartbeat_acks: int
+    dead_connections: int
+    reconnects: int
+    connect_failures: int
+
+
+def room_topics(room_id: str) -> tuple[str, str]:
+    """The two per-room topics: ``(chat_room:<id>, room_participants:<id>)``."""
+    return f"chat_room:{room_id}", f"room_participants:{room_id}"
+
+
+def agent_topics(agent_id: str) -> tuple[str, str, str]:
+    """``(agent_control:<id>, agent_rooms:<id>, agent_contacts:<id>)``."""
+    return f"agent_control:{agent_id}", f"agent_rooms:{agent_id}", f"agent_contacts:{agent_id}"
+
+
+# --------------------------------------------------------------------------- URL
+
+
+@attrs.frozen
+class _Target:
+    host: str
+    port: int
+    resource: str
+    use_ssl: bool
+
+
+def build_ws_url(ws_url: str, agent_id: str, *, on_conflict_reject: bool = False) -> str:
+    """The upgrade URL of protocol.md §1.1.
+
+    Any ``vsn``, ``api_key``, ``token``, ``agent_id`` and ``on_conflict`` already
+    in ``ws_url`` are removed; then ``vsn=2.0.0``, ``agent_id`` (URL-encoded) and,
+    when asked, ``on_conflict=reject`` are appended. ``http``/``https`` schemes
+    become ``ws``/``wss``.
+
+    Raises:
+        BandConfigError: not a ws/wss/http/https URL with a host.
+    """
+    parts = urlsplit(ws_url)
+    scheme = {"ws": "ws", "wss": "wss", "http": "ws", "https": "wss"}.get(parts.scheme.lower())
+    if scheme is None or not parts.hostname:
+        raise BandConfigError("ws_url must be a ws:// or wss:// URL with a host")
+    query = [
+        (k, v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        if k not in _STRIPPED_QUERY_KEYS
+    ]
+    query.append(("vsn", "2.0.0"))
+    query.append(("agent_id", agent_id))
+    if on_conflict_reject:
+        query.append(("on_conflict", "reject"))
+    return urlunsplit(
+        (scheme, parts.netloc, parts.path or "/", urlencode(query, quote_via=quote), "")
+    )
+
+
+def _target(url: str) -> _Target:
+    parts = urlsplit(url)
+    use_ssl = parts.scheme == "wss"
+    try:
+        port = parts.port or (443 if use_ssl else 80)
+    except ValueError:
+        raise BandConfigError("ws_url has an invalid port") from None
+    resource = parts.path or "/"
+    if parts.query:
+        resource += "?" + parts.query
+    return _Target(parts.hostname or "", port, resource, use_ssl)
+
+
+# --------------------------------------------------------------------------- internals
+
+
+class _SocketGone(Exception):
+    """Internal: the session's socket ended (never escapes the link)."""
+
+    def __init__(self, code: int | None, why: str) -> None:
+        super().__init__(why)
+        self.code = code
+        self.why = why
+
+
+@attrs.define
+class _Waiter:
+    join_ref: str | None
+    done: trio.Event = attrs.field(factory=trio.Event)
+    result: PhoenixEvent | None = None
+
+
+class _ShieldedStarter:
+    """Stands in for the nursery trio-websocket starts its reader task in.
+
+    The connection's reader runs shielded, so that when ``serve`` is cancelled
+    the closing handshake (close 1000) can still complete; the scope is
+    cancelled once we are done with the socket.
+    """
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        self.scopes: list[trio.CancelScope] = []
+        self.connections: list[trio_websocket.WebSocketConnection] = []
+
+    def start_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        scope = trio.CancelScope(shield=True)
+        self.scopes.append(scope)
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, trio_websocket.WebSocketConnection):
+            self.connections.append(owner)
+
+        async def run() -> None:
+            with scope:
+                await fn(*args)
+
+        self._nursery.start_soon(run)
+
+    def cancel(self) -> None:
+        for scope in self.scopes:
+            scope.cancel()
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            yield from _leaves(sub)
+    else:
+        yield exc
+
+
+@contextmanager
+def _one_error() -> Iterator[None]:
+    """Turn a nursery's ExceptionGroup holding one real error into that error.
+
+    Several internal "socket gone" signals (reader and heartbeat noticing the
+    same close) count as one; any other error wins over them.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        real = [e for e in _leaves(group) if not isinstance(e, trio.Cancelled)]
+        other = [e for e in real if not isinstance(e, _SocketGone)]
+        if len(other) == 1:
+            raise other[0] from None
+        if not other and real:
+            raise real[0] from None
+        raise
+
+
+def _retry_after(headers: tuple[tuple[bytes, bytes], ...], body: Mapping[str, Any]) -> float | None:
+    value = body.get("retry_after")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    for name, raw in headers:
+        if name.lower() != b"retry-after":
+            continue
+        text = raw.decode("latin-1").strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(text).timestamp()
+            except (TypeError, ValueError, IndexError):
+                return None
+            return max(0.0, when - time.time())
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    return None
+
+
+def _refusal(exc: trio_websocket.ConnectionRejected, *, first: bool) -> UpgradeRefusedError:
+    body: Mapping[str, Any] = {}
+    try:
+        parsed = json.loads(exc.body or b"")
+        if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+            body = parsed["error"]
+    except ValueError:
+        pass
+    status = exc.status_code
+    code = body.get("code") if isinstance(body.get("code"), str) else None
+    message = body.get("message") if isinstance(body.get("message"), str) else None
+    terminal = (
+        first_connect_status_is_terminal(status) if first else reconnect_status_is_terminal(status)
+    )
+    return UpgradeRefusedError(
+        status,
+        code=code,
+        message=message,
+        retry_after=_retry_after(exc.headers, body),
+        retryable=not terminal,
+    )
+
+
+# --------------------------------------------------------------------------- the link
+
+
+class BandLink:
+    """The agent's WebSocket connection to Band (Phoenix Channels v2).
+
+    Args:
+        agent_id: the agent's id (sent as the ``agent_id`` query parameter).
+        api_key: the agent's API key (sent only in the ``x-api-key`` header).
+        ws_url: the platform's WebSocket URL.
+        config: timeouts, limits and backoff policies.
+        on_conflict: ``"reject"`` refuses to take over a live connection of the
+            same agent on the first connect (HTTP 409 becomes
+            :class:`~band_trio.errors.AgentAlreadyRunningError`); ``None`` or
+            ``"supersede"`` (the platform default) sends nothing.
+
+    Raises:
+        BandConfigError: an empty id or key, a bad URL or ``on_conflict`` value.
+    """
+
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        api_key: str,
+        ws_url: str,
+        config: LinkConfig | None = None,
+        on_conflict: str | None = None,
+    ) -> None:
+        if not isinstance(agent_id, str) or not agent_id:
+            raise BandConfigError("agent_id must be a non-empty string")
+        if not isinstance(api_key, str) or not api_key:
+            raise BandConfigError("api_key must be a non-empty string")
+        if on_conflict is not None and on_conflict not in _ON_CONFLICT_VALUES:
+            raise BandConfigError("on_conflict must be 'supersede', 'reject' or None")
+        self.agent_id = agent_id
+        self.config = config if config is not None else LinkConfig()
+        self.on_conflict = on_conflict
+        self._api_key = api_key
+        self._url_first = build_ws_url(ws_url, agent_id, on_conflict_reject=on_conflict == "reject")
+        self._url_again = build_ws_url(ws_url, agent_id)
+        self._proto = PhoenixProtocol(
+            heartbeat_interval=self.config.heartbeat_interval, dead_after=self.config.dead_after
+        )
+        self._serving = False
+        self._ws: trio_websocket.WebSocketConnection | None = None
+        self._session_nursery: trio.Nursery | None = None
+        self._out: trio.MemorySendChannel[LinkEvent] | None = None
+        self._join_waiters: dict[str, _Waiter] = {}
+        self._leave_waiters: dict[str, _Waiter] = {}
+        self._stalled = False
+        self._started = False
+        self._forced: tuple[int, str] | None = None
+        self._reconnect_floor = 0.0
+        self._frames_in = 0
+        self._frames_out = 0
+        self._malformed = 0
+        self._oversize = 0
+        self._delivered = 0
+        self._rejected = 0
+        self._stalls = 0
+        self._heartbeats = 0
+        self._acks = 0
+        self._dead = 0
+        self._reconnects = 0
+        self._connect_failures = 0
+
+    def __repr__(self) -> str:
+        return f"BandLink(agent_id={self.agent_id!r}, url={self._url_again!r})"
+
+    @property
+    def control_topic(self) -> str:
+        """``agent_control:<agent_id>`` (joined at start-up; mandatory)."""
+        return f"agent_control:{self.agent_id}"
+
+    @property
+    def rooms_topic(self) -> str:
+        """``agent_rooms:<agent_id>``."""
+        return f"agent_rooms:{self.agent_id}"
+
+    def url(self, *, first: bool = True) -> str:
+        """The upgrade URL of the first connect (``first=True``) or of reconnects."""
+        return self._url_first if first else self._url_again
+
+    def statistics(self) -> LinkStatistics:
+        """A frozen snapshot of the link's counters."""
+        buffered = 0
+        if self._out is not None:
+            buffered = self._out.statistics().current_buffer_used
+        return LinkStatistics(
+            connected=self._ws is not None,
+            joined_topics=tuple(
+                t for t, s in self._proto.topics().items() if s is TopicState.JOINED
+            ),
+            frames_in=self._frames_in,
+            frames_out=self._frames_out,
+            malformed_frames=self._malformed,
+            oversize_frames=self._oversize,
+            events_delivered=self._delivered,
+            events_rejected=self._rejected,
+            events_buffered=buffered,
+            consumer_stalls=self._stalls,
+            heartbeats_sent=self._heartbeats,
+            heartbeat_acks=self._acks,
+            dead_connections=self._dead,
+            reconnects=self._reconnects,
+            connect_failures=self._connect_failures,
+        )
+
+    # ------------------------------------------------------------------ serve
+
+    async def serve(
+        self,
+        events: trio.MemorySendChannel[LinkEvent],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Connect, join the agent topics, then keep the link alive until cancelled.
+
+        Calls ``task_status.started()`` once connected with
+        ``agent_control:<id>`` joined (and ``agent_rooms:<id>`` attempted).
+        Afterwards dropped sockets are replaced with the backoff of
+        protocol.md §1.7, every registered topic is rejoined with a fresh
+        ``join_ref`` and :class:`LinkReconnected` is sent on ``events``.
+
+        Args:
+            events: where decoded events go, in arrival order; the link waits
+                for room (never dropping anything) but keeps heartbeating.
+
+        Raises:
+            SupersededError: a newer connection took over (``retryable=False``).
+            AgentAlreadyRunningError: ``on_conflict="reject"`` and the agent is
+                already connected (HTTP 409 on the first connect).
+            UpgradeRefusedError: the platform refused the upgrade terminally
+                (400/403/409 on the first connect, 403 later) or the backoff
+                policy gave up.
+            JoinError: ``agent_control:<id>`` could not be joined at start-up.
+            BandConnectionError: the platform stayed unreachable until the
+                policy gave up, or closed with 1008.
+            BandConfigError: ``serve`` is already running.
+
+        Cancellation:
+            Cancelling ``serve`` closes the socket with code 1000 (the closing
+            handshake is shielded, bounded by ``close_timeout``).
+        """
+        if self._serving:
+            raise BandConfigError("this BandLink is already serving")
+        self._serving = True
+        self._started = False
+        self._proto = PhoenixProtocol(
+            heartbeat_interval=self.config.heartbeat_interval, dead_after=self.config.dead_after
+        )
+        send, receive = trio.open_memory_channel[LinkEvent](self.config.event_buffer_size)
+        self._out = send
+        try:
+            with _one_error():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._forward, receive, events)
+                    await self._connection_loop(task_status)
+        finally:
+            self._serving = False
+            self._out = None
+            send.close()
+
+    async def _forward(
+        self,
+        receive: trio.MemoryReceiveChannel[LinkEvent],
+        events: trio.MemorySendChannel[LinkEvent],
+    ) -> None:
+        async with receive:
+            async for item in receive:
+                await events.send(item)
+                self._delivered += 1
+
+    async def _connection_loop(self, task_status: trio.TaskStatus[None]) -> NoReturn:
+        first_policy = self.config.first_connect_policy()
+        again_policy = self.config.reconnect_policy()
+        while True:
+            decision: RetryDecision
+            error: BaseException
+            started = self._started
+            try:
+                uptime, code = await self._run_socket(first=not started, task_status=task_status)
+            except SupersededError:
+                raise
+            except UpgradeRefusedError as err:
+                self._connect_failures += 1
+                now = trio.current_time()
+                if not started and err.status_code == 409 and self.on_conflict == "reject":
+                    raise AgentAlreadyRunningError(
+                        "another connection for this agent is active "
+                        "(on_conflict=reject; HTTP 409 connection_conflict)"
+                    ) from err
+                if not err.retryable:
+                    raise
+                if started:
+                    decision = again_policy.connect_failed(
+                        now, status=err.status_code, retry_after=err.retry_after
+                    )
+                else:
+                    decision = first_policy.failure(
+                        now, status=err.status_code, retry_after=err.retry_after
+                    )
+                error = err
+            except BandConnectionError as err:
+                self._connect_failures += 1
+                now = trio.current_time()
+                if started:
+                    decision = again_policy.connect_failed(now)
+                else:
+                    decision = first_policy.failure(now)
+                error = err
+            else:
+                now = trio.current_time()
+                if not self._started:
+                    # Dropped before start-up completed: still the first connect.
+                    decision = first_policy.failure(now, uptime=uptime)
+                    error = BandConnectionError("connection lost during start-up")
+                else:
+                    decision = again_policy.connection_lost(now, uptime=uptime, close_code=code)
+                    error = BandConnectionError(f"connection closed (code {code})")
+                    if decision.give_up and decision.reason.startswith("close_"):
+                        error.retryable = False
+            if decision.give_up:
+                logger.error("WebSocket link giving up: %s", decision.reason)
+                raise error
+            delay = max(decision.delay, self._reconnect_floor)
+            self._reconnect_floor = 0.0
+            logger.info("WebSocket reconnect in %.2f s (%s)", delay, type(error).__name__)
+            await trio.sleep(delay)
+
+    async def _run_socket(
+        self, *, first: bool, task_status: trio.TaskStatus[None]
+    ) -> tuple[float, int | None]:
+        """One socket's life. Returns ``(uptime, close_code)`` when the socket ends."""
+        target = _target(self._url_first if first else self._url_again)
+        headers = [(b"x-api-key", self._api_key.encode("utf-8"))]
+        opened_at = trio.current_time()
+        try:
+            with _one_error():
+                async with trio.open_nursery() as conn_nursery:
+                    starter = _ShieldedStarter(conn_nursery)
+                    ws: trio_websocket.WebSocketConnection | None = None
+                    try:
+                        ws = await self._handshake(starter, target, headers)
+                        opened_at = trio.current_time()
+                        try:
+                            await self._session(ws, task_status=task_status)
+                        except _SocketGone as gone:
+                            return trio.current_time() - opened_at, gone.code
+                        raise AssertionError("a session ends only when its socket does")
+                    finally:
+                        self._end_session()
+                        with trio.CancelScope(shield=True):
+                            if ws is not None:
+                                with trio.move_on_after(self.config.close_timeout):
+                                    await ws.aclose(1000)
+                            # trio-websocket leaves the TCP stream open after a
+                            # refused upgrade or an oversized message: close it.
+                            for connection in starter.connections:
+                                stream = getattr(connection, "_stream", None)
+                                if stream is not None:
+                                    await trio.aclose_forcefully(stream)
+                        starter.cancel()
+        except trio_websocket.ConnectionRejected as exc:
+            # Raised by trio-websocket's reader task, hence outside the handshake call.
+            raise _refusal(exc, first=first) from None
+
+    async def _handshake(
+        self,
+        starter: _ShieldedStarter,
+        target: _Target,
+        headers: list[tuple[bytes, bytes]],
+    ) -> trio_websocket.WebSocketConnection:
+        where = f"{target.host}:{target.port}"
+        try:
+            with trio.fail_after(self.config.connect_timeout):
+                return await trio_websocket.connect_websocket(
+                    cast(trio.Nursery, starter),
+                    target.host,
+                    target.port,
+                    target.resource,
+                    use_ssl=target.use_ssl,
+                    extra_headers=headers,
+                    max_message_size=self.config.max_message_size,
+                )
+        except trio.TooSlowError:
+            raise BandTimeoutError(f"WebSocket handshake with {where} timed out") from None
+        except OSError as exc:
+            raise BandConnectionError(
+                f"could not connect to {where}: {type(exc).__name__}"
+            ) from None
+        except trio_websocket.ConnectionRejected:
+            raise
+        except trio_websocket.HandshakeError as exc:
+            raise BandConnectionError(
+                f"WebSocket handshake with {where} failed: {type(exc).__name__}"
+            ) from None
+
+    async def _session(
+        self,
+        ws: trio_websocket.WebSocketConnection,
+        *,
+        task_status: trio.TaskStatus[None],
+    ) -> None:
+        now = trio.current_time()
+        rejoin = self._proto.reset_connection(now)
+        self._ws = ws
+        self._forced = None
+        with _one_error():
+            async with trio.open_nursery() as nursery:
+                await self._session_body(ws, nursery, rejoin, task_status)
+
+    async def _session_body(
+        self,
+        ws: trio_websocket.WebSocketConnection,
+        nursery: trio.Nursery,
+        rejoin: list[str],
+        task_status: trio.TaskStatus[None],
+    ) -> NoReturn:
+        self._session_nursery = nursery
+        nursery.start_soon(self._reader, ws)
+        nursery.start_soon(self._heartbeat, ws)
+        if not self._started:
+            await self._start_up(ws, task_status)
+        else:
+            rejoined: list[str] = []
+            lost: list[str] = []
+            for topic in rejoin:
+                if self._proto.state(topic) is not TopicState.NEEDS_REJOIN:
+                    continue
+                result = await self._join_once(ws, topic)
+                if isinstance(result, JoinOk):
+                    rejoined.append(topic)
+                elif isinstance(result, JoinFailed):
+                    lost.append(topic)
+                else:
+                    # Timed out: keep trying on this socket in the background.
+                    nursery.start_soon(self._recover, ws, topic)
+            self._reconnects += 1
+            logger.info("WebSocket reconnected; %d topic(s) rejoined", len(rejoined))
+            await self._deliver(LinkReconnected(self._reconnects, tuple(rejoined), tuple(lost)))
+        await trio.sleep_forever()
+
+    async def _start_up(
+        self, ws: trio_websocket.WebSocketConnection, task_status: trio.TaskStatus[None]
+    ) -> None:
+        result = await self._join_once(ws, self.control_topic)
+        if not isinstance(result, JoinOk):
+            reason = result.reason if isinstance(result, JoinFailed) else "timeout"
+            raise JoinError(
+                self.control_topic, reason, retryable=not isinstance(result, JoinFailed)
+            )
+        if self.config.join_agent_rooms:
+            result = await self._join_once(ws, self.rooms_topic)
+            if not isinstance(result, JoinOk):
+                logger.warning("could not join %s; room pushes will be missed", self.rooms_topic)
+        self._started = True
+        task_status.started()
+
+    def _end_session(self) -> None:
+        self._ws = None
+        self._session_nursery = None
+        self._proto.connection_lost()
+        for waiters in (self._join_waiters, self._leave_waiters):
+            for waiter in waiters.values():
+                waiter.done.set()
+            waiters.clear()
+
+    # ------------------------------------------------------------------ tasks
+
+    async def _send(self, ws: trio_websocket.WebSocketConnection, text: str) -> None:
+        await ws.send_message(text)
+        self._frames_out += 1
+
+    async def _force_close(
+        self, ws: trio_websocket.WebSocketConnection, code: int, why: str
+    ) -> NoReturn:
+        self._forced = (code, why)
+        with trio.move_on_after(self.config.close_timeout):
+            await ws.aclose(code, why)
+        raise _SocketGone(code, why)
+
+    async def _heartbeat(self, ws: trio_websocket.WebSocketConnection) -> NoReturn:
+        proto = self._proto
+        while True:
+            now = trio.current_time()
+            if not self._stalled and proto.is_dead(now):
+                self._dead += 1
+                logger.warning("no heartbeat ack for %.0f s; reconnecting", proto.dead_after)
+                await self._force_close(ws, DEAD_CLOSE_CODE, DEAD_CLOSE_REASON)
+            if proto.heartbeat_due(now):
+                _, frame = proto.send_heartbeat(now)
+                try:
+                    await self._send(ws, frame)
+                except trio_websocket.ConnectionClosed:
+                    raise _SocketGone(None, "closed while sending a heartbeat") from None
+                self._heartbeats += 1
+            wake = proto.next_heartbeat_at
+            if self._stalled:
+                # While the consumer blocks the reader, re-check every second.
+                wake = min(wake, trio.current_time() + 1.0)
+            else:
+                wake = min(wake, proto.dead_at)
+            await trio.sleep_until(wake)
+
+    async def _reader(self, ws: trio_websocket.WebSocketConnection) -> NoReturn:
+        proto = self._proto
+        while True:
+            try:
+                message = await ws.get_message()
+            except trio_websocket.ConnectionClosed as exc:
+                if self._forced is not None:
+                    raise _SocketGone(*self._forced) from None
+                code = exc.reason.code if exc.reason is not None else None
+                if code == 1009:
+                    self._oversize += 1
+                    logger.warning(
+                        "refused an incoming frame above %d bytes", self.config.max_message_size
+                    )
+                raise _SocketGone(code, "socket closed") from None
+            self._frames_in += 1
+            try:
+                happened = proto.receive_frame(message, trio.current_time())
+            except FrameError as exc:
+                self._malformed += 1
+                logger.warning("malformed frame (%s); reconnecting", exc)
+                await self._force_close(ws, MALFORMED_CLOSE_CODE, "malformed frame")
+            for item in happened:
+                await self._handle(ws, item)
+
+    async def _handle(self, ws: trio_websocket.WebSocketConnection, item: PhoenixEvent) -> None:
+        if isinstance(item, ChannelMessage):
+            await self._on_push(item)
+        elif isinstance(item, HeartbeatAck):
+            self._acks += 1
+        elif isinstance(item, JoinOk | JoinFailed):
+            waiter = self._join_waiters.get(item.topic)
+            if waiter is not None and waiter.join_ref == item.join_ref:
+                waiter.result = item
+                waiter.done.set()
+        elif isinstance(item, LeaveOk | LeaveFailed):
+            waiter = self._leave_waiters.get(item.topic)
+            if waiter is not None:
+                waiter.result = item
+                waiter.done.set()
+        elif isinstance(item, ChannelClosed):
+            logger.warning("the platform closed channel %s", item.topic)
+            await self._deliver(TopicLost(item.topic, "closed by the platform"))
+        elif isinstance(item, ChannelErrored):
+            logger.warning("channel %s crashed; rejoining", item.topic)
+            if self._session_nursery is not None:
+                self._session_nursery.start_soon(self._recover, ws, item.topic)
+
+    async def _on_push(self, item: ChannelMessage) -> None:
+        try:
+            event = decode_event(item.topic, item.event, item.payload)
+        except InvalidEventError as err:
+            self._rejected += 1
+            logger.warning("rejected %r event on %s: %s", err.event, err.topic, err.reason)
+            await self._deliver(EventRejected(err.topic, err.event, err.reason))
+            return
+        if isinstance(event, Supersede):
+            if not event.retryable:
+                raise SupersededError(
+                    reason=event.reason,
+                    message=event.message,
+                    retryable=False,
+                    retry_after=event.retry_after,
+                    correlation_id=event.correlation_id,
+                )
+            # Retryable: normal reconnection follows; honour the suggested wait.
+            if event.retry_after is not None:
+                self._reconnect_floor = float(event.retry_after)
+        await self._deliver(event)
+
+    async def _deliver(self, item: LinkEvent) -> None:
+        out = self._out
+        assert out is not None
+        try:
+            out.send_nowait(item)
+        except trio.WouldBlock:
+            # The consumer is behind: wait (never drop), and do not count the
+            # wait against the heartbeat deadline since acks may be queued unread.
+            self._stalls += 1
+            self._stalled = True
+            started = trio.current_time()
+            try:
+                await out.send(item)
+            finally:
+                self._stalled = False
+                self._proto.extend_deadline(trio.current_time() - started)
+
+    async def _join_once(
+        self, ws: trio_websocket.WebSocketConnection, topic: str
+    ) -> JoinOk | JoinFailed | None:
+        """Send one join and wait for its reply; ``None`` on timeout or a lost socket."""
+        join_ref, frame = self._proto.send_join(topic)
+        waiter = _Waiter(join_ref)
+        self._join_waiters[topic] = waiter
+        try:
+            await self._send(ws, frame)
+            with trio.move_on_after(self.config.join_timeout):
+                await waiter.done.wait()
+        except trio_websocket.ConnectionClosed:
+            pass
+        finally:
+            if self._join_waiters.get(topic) is waiter:
+                del self._join_waiters[topic]
+        result = waiter.result
+        if isinstance(result, JoinOk | JoinFailed):
+            return result
+        # Timed out or the socket went: a late reply must not count any more.
+        self._proto.abandon_join(topic, join_ref)
+        return None
+
+    async def _recover(self, ws: trio_websocket.WebSocketConnection, topic: str) -> None:
+        """Rejoin a crashed or timed-out channel on the same socket (protocol.md §1.5)."""
+        attempt = 0
+        while True:
+            d = min(30.0, 0.5 * 2**attempt)
+            await trio.sleep(d * (0.5 + 0.5 * self.config.random()))
+            if self._proto.state(topic) is not TopicState.NEEDS_REJOIN:
+                return  # left, lost, or already being joined by someone else
+            result = await self._join_once(ws, topic)
+            if isinstance(result, JoinOk):
+                return
+            if isinstance(result, JoinFailed):
+                await self._deliver(TopicLost(topic, f"rejoin refused: {result.reason}"))
+                return
+            attempt += 1
+
+    # ------------------------------------------------------------------ join / leave
+
+    async def join(self, topic: str) -> None:
+        """Join ``topic`` on the current socket (and rejoin it after reconnects).
+
+        Returns at once if the topic is already joined; concurrent joins of one
+        topic share a single ``phx_join``.
+
+        Raises:
+            JoinError: the platform refused (``retryable=False``), or the reply
+                did not come within ``join_timeout``, or the link is not
+                connected (``retryable=True``). The topic is then not registered.
+        """
+        ws = self._ws
+        if ws is None:
+            raise JoinError(topic, "not connected", retryable=True)
+        state = self._proto.state(topic)
+        if state is TopicState.JOINED:
+            return
+        if state is TopicState.LEAVING:
+            raise JoinError(topic, "a leave is in progress", retryable=True)
+        pending = self._join_waiters.get(topic)
+        if pending is not None:
+            with trio.move_on_after(self.config.join_timeout):
+                await pending.done.wait()
+            if isinstance(pending.result, JoinOk):
+                return
+            if isinstance(pending.result, JoinFailed):
+                raise JoinError(topic, pending.result.reason)
+            raise JoinError(topic, "timeout", retryable=True)
+        result = await self._join_once(ws, topic)
+        if isinstance(result, JoinOk):
+            return
+        if isinstance(result, JoinFailed):
+            raise JoinError(topic, result.reason)
+        if self._proto.state(topic) is TopicState.NEEDS_REJOIN:
+            # A failed join unregisters the topic (unless a rejoin already took it over).
+            self._proto.forget(topic)
+        reason = "timeout" if self._ws is ws else "disconnected"
+        raise JoinError(topic, reason, retryable=True)
+
+    async def leave(self, topic: str) -> None:
+        """Leave ``topic`` (it is no longer rejoined after reconnects).
+
+        Waits up to ``leave_timeout`` for the platform's reply; a missing or
+        negative reply is logged, and the topic is forgotten either way. Leaving
+        a topic that is not joined does nothing.
+        """
+        if self._proto.state(topic) is None:
+            return
+        if self._proto.state(topic) is TopicState.LEAVING:
+            waiter = self._leave_waiters.get(topic)
+            if waiter is not None:
+                with trio.move_on_after(self.config.leave_timeout):
+                    await waiter.done.wait()
+            return
+        ws = self._ws
+        frame = self._proto.send_leave(topic)
+        if frame is None or ws is None:
+            return
+        leaving = self._proto.state(topic) is TopicState.LEAVING
+        waiter = _Waiter(None)
+        if leaving:
+            self._leave_waiters[topic] = waiter
+        try:
+            await self._send(ws, frame)
+            if leaving:
+                with trio.move_on_after(self.config.leave_timeout):
+                    await waiter.done.wait()
+        except trio_websocket.ConnectionClosed:
+            pass
+        finally:
+            if self._leave_waiters.get(topic) is waiter:
+                del self._leave_waiters[topic]
+            if self._proto.state(topic) is TopicState.LEAVING:
+                self._proto.forget(topic)
+        if isinstance(waiter.result, LeaveFailed):
+            logger.info("leave of %s refused: %s", topic, waiter.result.reason)
