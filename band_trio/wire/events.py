@@ -456,7 +456,7 @@ def _prepare_message(data: dict[str, Any]) -> None:
     metadata = data.get("metadata")
     if metadata is None:
         data["metadata"] = {}
-    elif not isinstance(metadata, Mapping):
+    elif type(metadata) is not dict and not isinstance(metadata, Mapping):
         raise _Invalid("metadata must be an object or null")
     attachments = data.get("attachments")
     if attachments is None:
@@ -465,7 +465,7 @@ def _prepare_message(data: dict[str, Any]) -> None:
         raise _Invalid("attachments must be an array or null")
     else:
         for item in attachments:
-            if not isinstance(item, Mapping):
+            if type(item) is not dict and not isinstance(item, Mapping):
                 raise _Invalid("attachments items must be objects")
 
 
@@ -517,10 +517,13 @@ def _make_structure(cls: type[T]) -> Callable[[Any, Any], T]:
     known = _wire_names(cls)
     null_rejected: frozenset[str] = getattr(cls, "NULL_REJECTED", frozenset())
     prepare = _PREPARE.get(cls)
-    base = make_dict_structure_fn(cls, converter)
+    # Valid payloads take the lean generated function; only a failure pays for
+    # the detailed one, whose errors name the offending field paths.
+    fast = make_dict_structure_fn(cls, converter, _cattrs_detailed_validation=False)
+    detailed = make_dict_structure_fn(cls, converter, _cattrs_detailed_validation=True)
 
     def structure(value: Any, _: Any) -> T:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise TypeError(f"expected an object, got {type(value).__name__}")
         data = dict(value)
         data.pop(EVENT_TAG, None)
@@ -529,9 +532,13 @@ def _make_structure(cls: type[T]) -> Callable[[Any, Any], T]:
                 raise _Invalid(f"{key} must not be null (omit it instead)")
         if prepare is not None:
             prepare(data)
-        extra = {key: data.pop(key) for key in [k for k in data if k not in known]}
-        data["extra"] = extra
-        return base(data, cls)
+        data["extra"] = {key: data.pop(key) for key in [k for k in data if k not in known]}
+        try:
+            return fast(data, cls)
+        except _Invalid:
+            raise
+        except Exception:
+            return detailed(data, cls)
 
     return structure
 
