@@ -20,6 +20,7 @@ functions and classes; :class:`ContactEventHandler` is the thin Trio shell.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import logging
@@ -558,6 +559,11 @@ class ContactEventHandler:
                 event.id,
                 RequestDetails("from", event.from_handle, event.from_name, event.message),
             )
+        if self._config.strategy is ContactStrategy.HUB_ROOM and self._hub_room_id is None:
+            # Know the hub before broadcasting, so the hub is never told about
+            # its own events; a failure here is retried by the delivery below.
+            with contextlib.suppress(BandError):
+                await self._ensure_hub()
         if self._config.broadcast_changes and key not in self._broadcast_done:
             self._broadcast(event)
             self._broadcast_done.put(key)

@@ -481,7 +481,9 @@ async def test_hub_creation_failure_is_retried_on_redelivery(
     rest: RestClient, platform: ScriptedPlatform
 ) -> None:
     platform.on("GET", "/chats", ok([], metadata={"total_pages": 1}))
-    platform.on("POST", "/chats", error(403, "forbidden", "no"), ok(chat("hub-3", HUB_ROOM_TITLE)))
+    refused = error(403, "forbidden", "no")
+    # refused for both tries of the first delivery, then accepted
+    platform.on("POST", "/chats", refused, refused, ok(chat("hub-3", HUB_ROOM_TITLE)))
     platform.on(
         "POST", "/chats/hub-3/events", ok({"id": "e", "message_type": "task", "success": True})
     )
@@ -494,3 +496,22 @@ async def test_hub_creation_failure_is_retried_on_redelivery(
         assert await handler.handle(REMOVED)
     assert handler.hub_room_id == "hub-3"
     assert len(sink.synthetic) == 1
+
+
+async def test_first_event_broadcast_skips_the_lazily_found_hub(
+    rest: RestClient, platform: ScriptedPlatform
+) -> None:
+    platform.on("GET", "/chats", ok([chat("hub-7", HUB_ROOM_TITLE)], metadata={"total_pages": 1}))
+    platform.on(
+        "POST", "/chats/hub-7/events", ok({"id": "e", "message_type": "task", "success": True})
+    )
+    sink = Sink(rooms=["hub-7", "room-a"])
+    handler = ContactEventHandler(
+        config=ContactEventConfig(strategy=ContactStrategy.HUB_ROOM, broadcast_changes=True),
+        rest=rest,
+        sink=sink,
+    )
+    with trio.fail_after(5):
+        assert await handler.handle(ADDED)
+    broadcasts = [(r, t) for r, t in sink.system if t.startswith("[Contacts]")]
+    assert broadcasts == [("room-a", "[Contacts]: @dana (Dana) is now a contact")]
