@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 from typing import Any
 
 import httpx
@@ -82,3 +84,22 @@ def open_phoenix(
     return open_websocket_url(
         ws_url(platform, agent_id, **query), extra_headers=[("x-api-key", api_key)]
     )
+
+
+async def upgrade_status(
+    platform: LocalPlatform, headers: dict[str, str], agent_id: str | None = None, **query: str
+) -> httpx.Response:
+    """Send a WebSocket upgrade request with plain HTTP and return the answer.
+
+    Used to read upgrade refusals: trio-websocket 0.12 does not close its TCP
+    stream when the server refuses the upgrade (a ResourceWarning at GC time).
+    """
+    url = ws_url(platform, agent_id, **query).replace("ws://", "http://", 1)
+    upgrade = {
+        "connection": "Upgrade",
+        "upgrade": "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": base64.b64encode(os.urandom(16)).decode(),
+    }
+    async with httpx.AsyncClient() as client:
+        return await client.get(url, headers={**upgrade, **headers})
