@@ -451,3 +451,18 @@ async def test_nothing_escapes_execute_tool_call(
     else:
         json.dumps(result.value)  # always JSON-compatible
         assert len(hooks.effects) == 1
+
+
+@pytest.mark.parametrize("name", [None, 5, b"band_no_reply", ""])
+async def test_names_that_are_not_tool_names(tools: AgentTools, name: Any) -> None:
+    result = await call(tools, name, {})
+    assert result.error_kind is ToolErrorKind.UNKNOWN_TOOL
+    assert result.text == f"Unknown tool: {name}"
+
+
+async def test_missing_arguments_object_for_a_tool_with_required_ones(tools: AgentTools) -> None:
+    result = await call(tools, "band_get_memory", None)
+    assert (
+        result.text
+        == "Invalid arguments for band_get_memory: memory_id: required argument is missing"
+    )
