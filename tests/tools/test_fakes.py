@@ -8,7 +8,8 @@ import trio
 
 from band_trio.errors import BandToolError, RoomExecutionStoppedError
 from band_trio.runtime.types import AgentToolsProtocol, ToolEffect
-from band_trio.testing.fakes import FakeAgentTools, SentMessage
+from band_trio.testing import FakeAgentTools
+from band_trio.testing.fakes import SentMessage
 from band_trio.tools import AgentTools, CustomTools, ToolErrorKind, get_tool_schemas
 
 from .conftest import AGENT_ID, ROSTER, RecordingHooks
