@@ -91,7 +91,7 @@ def decode_frame(text: str | bytes) -> Frame:
     """
     try:
         data = _loads(text if isinstance(text, str) else text.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise FrameError("frame is not valid JSON") from None
     if type(data) is not list or len(data) != 5:
         raise FrameError("frame is not a 5-element JSON array")

@@ -162,7 +162,7 @@ def test_every_event_class_has_a_generator() -> None:
     assert {name for name, _, _ in VALID} == {cls.EVENT for cls in PlatformEvent.__args__}  # type: ignore[attr-defined]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(valid_event())
 def test_valid_payloads_round_trip(case: tuple[str, str, dict[str, Any]]) -> None:
     event, topic, payload = case
@@ -225,7 +225,7 @@ def mutated_event(draw: st.DrawFn) -> tuple[str, str, Any]:
     return event, topic, payload
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(mutated_event())
 def test_mutated_payloads_accepted_or_rejected_cleanly(case: tuple[str, str, Any]) -> None:
     event, topic, payload = case

@@ -89,6 +89,7 @@ def test_numeric_refs_are_coerced(raw: Any, expected: str | None) -> None:
         '["1", [1], "t", "e", {}]',
         '["1", 1.5, "t", "e", {}]',
         b"\xff\xfe",
+        "[" * 100_000,
     ],
 )
 def test_malformed_frames_raise_frame_error(text: str | bytes) -> None:

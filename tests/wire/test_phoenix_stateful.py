@@ -261,5 +261,5 @@ class PhoenixMachine(RuleBasedStateMachine):
             assert self.proto.next_heartbeat_at == self.next_hb
 
 
-PhoenixMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+PhoenixMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=30, deadline=None)
 TestPhoenixStateful = PhoenixMachine.TestCase
