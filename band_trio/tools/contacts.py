@@ -550,6 +550,12 @@ class ContactEventHandler:
             True when the event was handled now; False for a duplicate or a
             failure.
         """
+        if not isinstance(
+            event, ContactRequestReceived | ContactRequestUpdated | ContactAdded | ContactRemoved
+        ):
+            self._failed += 1
+            logger.warning("ignoring a non-contact event: %s", type(event).__name__)
+            return False
         key = contact_event_key(event)
         if key in self._processed:
             self._duplicates += 1

@@ -515,3 +515,10 @@ async def test_first_event_broadcast_skips_the_lazily_found_hub(
         assert await handler.handle(ADDED)
     broadcasts = [(r, t) for r, t in sink.system if t.startswith("[Contacts]")]
     assert broadcasts == [("room-a", "[Contacts]: @dana (Dana) is now a contact")]
+
+
+async def test_a_non_contact_event_is_counted_and_ignored(rest: RestClient) -> None:
+    handler = ContactEventHandler(config=ContactEventConfig(), rest=rest, sink=Sink())
+    with trio.fail_after(5):
+        assert not await handler.handle("not an event")  # type: ignore[arg-type]
+    assert handler.statistics().failed == 1
