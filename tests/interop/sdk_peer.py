@@ -56,6 +56,19 @@ class SdkPeer:
             if line.split(" ", 1)[0] in COMPLAINT_LEVELS or line.startswith("Traceback")
         ]
 
+    def rejected_frames(self, log: str | None = None) -> list[str]:
+        """Lines saying the SDK dropped a frame: a payload band-sdk-core found
+        invalid (ERROR) or an event with no handler (WARNING), and any ERROR."""
+        text = self.log() if log is None else log
+        markers = ("[WebSocket] Invalid", "no handler registered", "No handler found")
+        return [
+            line
+            for line in text.splitlines()
+            if any(m in line for m in markers)
+            or line.split(" ", 1)[0] in ("ERROR", "CRITICAL")
+            or line.startswith("Traceback")
+        ]
+
     def dispatched_from_push(self, room_id: str, message_id: str) -> bool:
         """Whether the SDK started this turn from a ``message_created`` push."""
         return f"Dispatch source=websocket room={room_id} message={message_id}" in self.log()

@@ -1,0 +1,191 @@
+"""The official band-sdk agent through the platform's harder paths: a dropped
+socket (reconnect, rejoin with fresh join_refs, /next resync), a duplicate
+connection (``supersede``), and stop/play control (``agent.control`` plus the
+stopped-room gates of protocol.md §5.6).
+
+Each test asserts platform state under a deadline and shows the peer's log on
+failure; the peer's own warnings are the check that it accepted every frame.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.interop.scenario import (
+    Human,
+    Trigger,
+    exactly_once_problems,
+    make_rooms,
+    post_round,
+    run_echo_rounds,
+    settled,
+    unprocessed,
+)
+from tests.interop.sdk_peer import running_sdk_echo
+
+pytestmark = pytest.mark.interop
+
+DEADLINE = 60
+
+
+def all_topics(agent_id: str, rooms: list[str]) -> set[str]:
+    return {f"agent_control:{agent_id}", f"agent_rooms:{agent_id}"} | {
+        f"{kind}:{room}" for room in rooms for kind in ("chat_room", "room_participants")
+    }
+
+
+async def test_official_sdk_recovers_when_the_platform_drops_its_socket(
+    band_platform: Any, band_sdk_venv_python: Path, tmp_path: Path
+) -> None:
+    platform = band_platform
+    agent = platform.register_agent("SDK Reconnect", "Echo agent that loses its socket")
+    human = Human(platform.rest_url, platform.user.api_key)
+    triggers: list[Trigger] = []
+    try:
+        with trio.fail_after(DEADLINE):
+            rooms = await make_rooms(human, agent.id, 2)
+            async with running_sdk_echo(band_sdk_venv_python, platform, agent, tmp_path) as peer:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(peer.fail_if_exits)
+                    topics = all_topics(agent.id, rooms)
+                    await platform.wait_for(lambda: topics <= platform.hub.joined_topics(agent.id))
+                    (first,) = platform.hub.connections(agent.id)
+
+                    # No close frame: the client sees an abnormal drop (1006).
+                    assert await platform.drop_agent_sockets(agent.id) == 1
+                    # Posted while the agent is away: no push can reach it, so
+                    # only the /next resync after the reconnect can answer these.
+                    missed = await post_round(human, agent.id, agent.handle, rooms, "missed")
+                    # (The SDK waits at least 0.25 s before reconnecting, §1.7.2.)
+                    assert platform.hub.connections(agent.id) == []
+
+                    def rejoined() -> bool:
+                        conns = platform.hub.connections(agent.id)
+                        return (
+                            len(conns) == 1
+                            and conns[0].id != first.id
+                            and topics <= set(conns[0].topics)
+                        )
+
+                    await platform.wait_for(rejoined)
+                    await platform.wait_for(
+                        lambda: all(settled(platform, agent.id, t) for t in missed)
+                    )
+                    # And the rejoined topics carry pushes again.
+                    after = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
+                    triggers = missed + after
+                    nursery.cancel_scope.cancel()
+
+                assert exactly_once_problems(platform, agent.id, triggers) == []
+                assert any(peer.dispatched_from_push(t.room_id, t.message_id) for t in after)
+    except Exception:
+        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()
+
+
+async def test_official_sdk_accepts_supersede_and_the_newer_connection_serves(
+    band_platform: Any, band_sdk_venv_python: Path, tmp_path: Path
+) -> None:
+    platform = band_platform
+    agent = platform.register_agent("SDK Twice", "Echo agent started twice")
+    human = Human(platform.rest_url, platform.user.api_key)
+    triggers: list[Trigger] = []
+    try:
+        with trio.fail_after(DEADLINE):
+            rooms = await make_rooms(human, agent.id, 1)
+            topics = all_topics(agent.id, rooms)
+            async with running_sdk_echo(
+                band_sdk_venv_python, platform, agent, tmp_path, name="older"
+            ) as older:
+                await platform.wait_for(lambda: topics <= platform.hub.joined_topics(agent.id))
+                (old_conn,) = platform.hub.connections(agent.id)
+                # A second instance (its own TMPDIR, so the SDK's host lock
+                # does not stop it) takes over: the platform default policy.
+                async with running_sdk_echo(
+                    band_sdk_venv_python, platform, agent, tmp_path, name="newer"
+                ) as newer:
+                    # The older agent reads `supersede` as terminal and stops cleanly.
+                    assert await older.process.wait() == 0
+                    assert "WebSocket connection superseded: reason=session.already_connected" in (
+                        older.log()
+                    )
+                    # (Its shutdown warnings about topics already gone are the SDK's own.)
+                    assert older.rejected_frames() == []
+
+                    def newer_serves() -> bool:
+                        conns = platform.hub.connections(agent.id)
+                        return (
+                            len(conns) == 1
+                            and conns[0].id != old_conn.id
+                            and topics <= set(conns[0].topics)
+                        )
+
+                    await platform.wait_for(newer_serves)
+                    triggers = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
+                    assert exactly_once_problems(platform, agent.id, triggers) == []
+                    assert platform.statistics().supersedes == 1
+                    assert newer.complaints() == []
+    except Exception:
+        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()
+
+
+async def test_official_sdk_honours_stop_and_play(
+    band_platform: Any, band_sdk_venv_python: Path, tmp_path: Path
+) -> None:
+    platform = band_platform
+    agent = platform.register_agent("SDK Stoppable", "Echo agent that gets paused")
+    human = Human(platform.rest_url, platform.user.api_key)
+    triggers: list[Trigger] = []
+    try:
+        with trio.fail_after(DEADLINE):
+            rooms = await make_rooms(human, agent.id, 2)
+            stopped_room, running_room = rooms
+            async with running_sdk_echo(band_sdk_venv_python, platform, agent, tmp_path) as peer:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(peer.fail_if_exits)
+                    topics = all_topics(agent.id, rooms)
+                    await platform.wait_for(lambda: topics <= platform.hub.joined_topics(agent.id))
+                    await platform.push_control(agent.id, "stop", room_id=stopped_room)
+                    held = await post_round(human, agent.id, agent.handle, [stopped_room], "held")
+                    # The other room keeps working meanwhile. (The held message's
+                    # push went out first on the same socket, so by the time the
+                    # other room is answered the SDK has seen it.)
+                    passing = await run_echo_rounds(
+                        platform, human, agent.id, agent.handle, [running_room]
+                    )
+                    (held_trigger,) = held
+                    assert not settled(platform, agent.id, held_trigger)
+                    held_delivery = (
+                        platform.state.rooms[stopped_room]
+                        .by_id[held_trigger.message_id]
+                        .deliveries[agent.id]
+                    )
+                    assert held_delivery.attempts == []  # claims were refused (204), not run
+
+                    await platform.push_control(agent.id, "play", room_id=stopped_room)
+                    await platform.wait_for(lambda: settled(platform, agent.id, held_trigger))
+                    triggers = held + passing
+                    nursery.cancel_scope.cancel()
+
+                assert exactly_once_problems(platform, agent.id, triggers) == []
+                # The only complaint allowed: a claim of the held message that
+                # the stopped room refused (204) before the SDK paused it.
+                refused = f"Could not claim message {held_trigger.message_id}"
+                assert [c for c in peer.complaints() if refused not in c] == []
+    except Exception:
+        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()
