@@ -438,3 +438,13 @@ async def test_results_are_json(world: World) -> None:
         result = await world.call(name)
         assert not result.is_error, result.text
         json.loads(result.text)
+
+
+def test_every_tool_has_an_end_to_end_test() -> None:
+    from pathlib import Path
+
+    from band_trio.tools import TOOL_DEFINITIONS
+
+    source = Path(__file__).read_text(encoding="utf-8")
+    missing = [d.name for d in TOOL_DEFINITIONS if f'"{d.name}"' not in source]
+    assert missing == []
