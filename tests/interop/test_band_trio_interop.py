@@ -1,0 +1,146 @@
+"""Issue 2, item 14: the echo scenario of item 13, served by band-trio's own wire
+layer (``BandLink`` + ``RestClient``) instead of the official SDK.
+
+The echo agent below uses the wire layer only (not the runtime engine): the
+WebSocket is a doorbell, ``/messages/next`` is the mailbox. One task per room
+drains ``/next`` (claim, reply, processed) whenever its doorbell rings; the
+dispatcher rings a room's doorbell for every ``message_created`` on its topic
+and after a reconnect. Doorbells hold one ring, so bursts coalesce and the
+dispatcher never blocks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+import trio
+
+from band_trio.wire.events import MessageCreated, RoomAdded
+from band_trio.wire.link import BandLink, LinkReconnected, room_topics
+from band_trio.wire.models import MentionRequest
+from band_trio.wire.rest import RestClient
+from tests.interop.scenario import (
+    Human,
+    Trigger,
+    exactly_once_problems,
+    make_rooms,
+    run_echo_rounds,
+    unprocessed,
+)
+
+pytestmark = pytest.mark.interop
+
+DEADLINE = 30
+
+
+class WireEcho:
+    """A minimal echo agent on band-trio's wire layer."""
+
+    def __init__(self, agent_id: str, rest: RestClient, link: BandLink) -> None:
+        self.agent_id = agent_id
+        self.rest = rest
+        self.link = link
+        self.doorbells: dict[str, trio.MemorySendChannel[None]] = {}
+        self.pushed: set[str] = set()  # ids of the messages announced by a push
+
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        send, receive = trio.open_memory_channel[Any](100)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.link.serve, send)
+            self.nursery = nursery
+            async for room in self.rest.iter_chats():
+                await self.add_room(room.id)
+            task_status.started()
+            async with receive:
+                async for event in receive:
+                    await self.dispatch(event)
+
+    async def add_room(self, room_id: str) -> None:
+        if room_id in self.doorbells:
+            return
+        for topic in room_topics(room_id):
+            await self.link.join(topic)
+        ring, doorbell = trio.open_memory_channel[None](1)
+        self.doorbells[room_id] = ring
+        ring.send_nowait(None)  # drain the backlog once at start
+        self.nursery.start_soon(self.room_worker, room_id, doorbell)
+
+    def ring(self, room_id: str) -> None:
+        bell = self.doorbells.get(room_id)
+        if bell is not None:
+            # A ring already pending means the next drain sees this message too.
+            with contextlib.suppress(trio.WouldBlock):
+                bell.send_nowait(None)
+
+    async def dispatch(self, event: Any) -> None:
+        if isinstance(event, MessageCreated):
+            if not (event.sender_type == "Agent" and event.sender_id == self.agent_id):
+                self.pushed.add(event.id)
+                self.ring(event.room_id)
+        elif isinstance(event, RoomAdded):
+            await self.add_room(event.id)
+        elif isinstance(event, LinkReconnected):
+            for room_id in self.doorbells:
+                self.ring(room_id)
+
+    async def room_worker(self, room_id: str, doorbell: trio.MemoryReceiveChannel[None]) -> None:
+        async for _ in doorbell:
+            while (message := await self.rest.next_message(room_id)) is not None:
+                await self.rest.mark_processing(room_id, message.id)
+                await self.rest.send_message(
+                    room_id,
+                    f"echo: {message.content}",
+                    [MentionRequest(id=message.sender_id)],
+                )
+                await self.rest.mark_processed(room_id, message.id)
+
+
+def room_topic_set(rooms: list[str]) -> set[str]:
+    return {topic for room in rooms for topic in room_topics(room)}
+
+
+async def test_band_trio_wire_layer_echoes_in_three_rooms(band_platform: Any) -> None:
+    platform = band_platform
+    agent = platform.register_agent("Wire Echo", "Echo agent on band-trio's wire layer")
+    human = Human(platform.rest_url, platform.user.api_key)
+    link = BandLink(agent_id=agent.id, api_key=agent.api_key, ws_url=platform.ws_url)
+    triggers: list[Trigger] = []
+    stage = "making rooms"
+    try:
+        with trio.fail_after(DEADLINE):
+            rooms = await make_rooms(human, agent.id, 2)
+            async with (
+                RestClient(base_url=platform.rest_url, api_key=agent.api_key) as rest,
+                trio.open_nursery() as nursery,
+            ):
+                stage = "starting the link and joining two rooms"
+                echo = WireEcho(agent.id, rest, link)
+                await nursery.start(echo.serve)
+                stage = "waiting for it to join a room added while it runs (room_added)"
+                rooms += await make_rooms(human, agent.id, 1)
+                await platform.wait_for(
+                    lambda: room_topic_set(rooms) <= platform.hub.joined_topics(agent.id)
+                )
+                stage = "waiting for answers"
+                triggers = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
+                nursery.cancel_scope.cancel()
+    except Exception:
+        print(f"failed while {stage}; platform view: {unprocessed(platform, agent.id, triggers)}")
+        print(f"link: {link.statistics()}")
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()
+
+    problems = exactly_once_problems(platform, agent.id, triggers)
+    assert not problems, f"{problems}\nstate: {unprocessed(platform, agent.id, triggers)}"
+    # Joined before anything was posted, so every trigger must have been pushed,
+    # and band-trio's decoder must have accepted every frame the platform sent.
+    assert {t.message_id for t in triggers} <= echo.pushed
+    stats = link.statistics()
+    assert (stats.events_rejected, stats.malformed_frames, stats.reconnects) == (0, 0, 0), stats
+    # Cancelling the link closed its socket: the platform sees every topic left.
+    with trio.fail_after(DEADLINE):
+        await platform.wait_for(lambda: not platform.hub.joined_topics(agent.id))
