@@ -136,9 +136,14 @@ class RestConfig:
     activity_timeout: float = attrs.field(default=2.0, validator=_positive)
     retry: RetryPolicy = attrs.field(factory=RetryPolicy)
     max_connections: int = attrs.field(default=32, validator=_pool_size)
-    max_keepalive_connections: int | None = None
+    max_keepalive_connections: int | None = attrs.field(default=None)
     keepalive_expiry: float = attrs.field(default=30.0, validator=_positive)
     user_agent: str = attrs.field(factory=_default_user_agent)
+
+    @max_keepalive_connections.validator
+    def _check_keepalive(self, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+        if value is not None and not 0 <= value <= MAX_POOL:
+            raise BandConfigError(f"{attribute.name} must be within 0..{MAX_POOL}, got {value!r}")
 
 
 @attrs.frozen

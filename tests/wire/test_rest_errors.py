@@ -378,6 +378,14 @@ def test_pool_size_is_bounded(size: int) -> None:
         RestConfig(max_connections=size)
 
 
+def test_keepalive_pool_is_bounded() -> None:
+    with pytest.raises(BandConfigError):
+        RestConfig(max_keepalive_connections=-1)
+    with pytest.raises(BandConfigError):
+        RestConfig(max_keepalive_connections=65)
+    assert RestConfig(max_keepalive_connections=0).max_keepalive_connections == 0
+
+
 def test_timeouts_must_be_positive() -> None:
     with pytest.raises(BandConfigError):
         RestConfig(timeout=0)
