@@ -591,3 +591,16 @@ def test_encode_query_rules() -> None:
     assert encode_query(
         {"a": None, "b": True, "c": False, "d": ["x", "y"], "e": ("z",), "f": 3, "g": "s"}
     ) == {"b": "true", "c": "false", "d": "x,y", "e": "z", "f": "3", "g": "s"}
+
+
+async def test_base_url_with_a_path_prefix_is_kept() -> None:
+    recorder = Recorder([ok(ME)])
+    rest = RestClient(
+        base_url="http://band.test/proxy/",
+        api_key=API_KEY,
+        transport=httpx.MockTransport(recorder),
+    )
+    async with rest:
+        await rest.get_me()
+    assert raw_path_of(recorder.last) == "/proxy/api/v1/agent/me"
+    assert rest.base_url == "http://band.test/proxy"
