@@ -290,11 +290,7 @@ class BandApp:
             "request_id": request_id,
         }
         if exc.details or exc.status_code == 422:
-            error["details"] = (
-                {k: v for k, v in exc.details.items() if k != "content_range"}
-                if exc.status_code == 416
-                else dict(exc.details)
-            )
+            error["details"] = dict(exc.details)
         if exc.retry_after is not None:
             error["retry_after"] = math.ceil(exc.retry_after)
         return {"error": error}
@@ -304,8 +300,10 @@ class BandApp:
         if exc.retry_after is not None:
             headers.append(("retry-after", str(math.ceil(exc.retry_after))))
         if exc.status_code == 416:
+            # band-client-rest declares the 416 body of #20 as a JSON string.
             for value in exc.details.get("content_range", ()):
                 headers.append(("content-range", value))
+            return Response(416, _json_bytes(exc.message or "range not satisfiable"), headers)
         return Response(exc.status_code, _json_bytes(self.error_body(exc, request_id)), headers)
 
     # ------------------------------------------------------------------ WebSocket
