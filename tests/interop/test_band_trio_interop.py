@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import trio
 
+from band_trio.errors import AgentAlreadyRunningError, SupersededError
 from band_trio.wire.events import MessageCreated, RoomAdded
 from band_trio.wire.link import BandLink, LinkReconnected, room_topics
 from band_trio.wire.models import MentionRequest
@@ -26,7 +27,9 @@ from tests.interop.scenario import (
     Trigger,
     exactly_once_problems,
     make_rooms,
+    post_round,
     run_echo_rounds,
+    settled,
     unprocessed,
 )
 
@@ -144,3 +147,100 @@ async def test_band_trio_wire_layer_echoes_in_three_rooms(band_platform: Any) ->
     # Cancelling the link closed its socket: the platform sees every topic left.
     with trio.fail_after(DEADLINE):
         await platform.wait_for(lambda: not platform.hub.joined_topics(agent.id))
+
+
+async def test_band_trio_link_recovers_when_the_platform_drops_its_socket(
+    band_platform: Any,
+) -> None:
+    platform = band_platform
+    agent = platform.register_agent("Wire Reconnect", "Echo agent that loses its socket")
+    human = Human(platform.rest_url, platform.user.api_key)
+    link = BandLink(agent_id=agent.id, api_key=agent.api_key, ws_url=platform.ws_url)
+    triggers: list[Trigger] = []
+    try:
+        with trio.fail_after(DEADLINE):
+            rooms = await make_rooms(human, agent.id, 2)
+            topics = room_topic_set(rooms) | {link.control_topic, link.rooms_topic}
+            async with (
+                RestClient(base_url=platform.rest_url, api_key=agent.api_key) as rest,
+                trio.open_nursery() as nursery,
+            ):
+                echo = WireEcho(agent.id, rest, link)
+                await nursery.start(echo.serve)
+                (first,) = platform.hub.connections(agent.id)
+                assert await platform.drop_agent_sockets(agent.id) == 1
+                # Posted while the link is down: only the resync that follows
+                # LinkReconnected can find these.
+                missed = await post_round(human, agent.id, agent.handle, rooms, "missed")
+                assert platform.hub.connections(agent.id) == []
+
+                def rejoined() -> bool:
+                    conns = platform.hub.connections(agent.id)
+                    return (
+                        len(conns) == 1
+                        and conns[0].id != first.id
+                        and topics <= set(conns[0].topics)
+                    )
+
+                await platform.wait_for(rejoined)
+                await platform.wait_for(lambda: all(settled(platform, agent.id, t) for t in missed))
+                after = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
+                triggers = missed + after
+                nursery.cancel_scope.cancel()
+    except Exception:
+        print(
+            f"platform view: {unprocessed(platform, agent.id, triggers)}; link: {link.statistics()}"
+        )
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()
+
+    assert exactly_once_problems(platform, agent.id, triggers) == []
+    assert {t.message_id for t in after} <= echo.pushed  # rejoined topics push again
+    stats = link.statistics()
+    assert (stats.reconnects, stats.events_rejected, stats.malformed_frames) == (1, 0, 0), stats
+
+
+async def test_band_trio_link_is_superseded_and_refused_like_the_platform_says(
+    band_platform: Any,
+) -> None:
+    platform = band_platform
+    agent = platform.register_agent("Wire Twice", "One agent, several links")
+
+    def new_link(on_conflict: str | None = None) -> BandLink:
+        return BandLink(
+            agent_id=agent.id,
+            api_key=agent.api_key,
+            ws_url=platform.ws_url,
+            on_conflict=on_conflict,
+        )
+
+    older, newer = new_link(), new_link()
+    older_send, _older_receive = trio.open_memory_channel[Any](100)
+    newer_send, _newer_receive = trio.open_memory_channel[Any](100)
+    superseded: list[SupersededError] = []
+
+    async def serve_older(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await older.serve(older_send, task_status=task_status)
+        except SupersededError as exc:
+            superseded.append(exc)
+
+    with trio.fail_after(DEADLINE):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(serve_older)
+            (old_conn,) = platform.hub.connections(agent.id)
+            await nursery.start(newer.serve, newer_send)
+            # The platform pushes `supersede` to the older link, which ends
+            # with the terminal error instead of fighting back by reconnecting.
+            await platform.wait_for(lambda: bool(superseded))
+            assert superseded[0].retryable is False
+            (conn,) = platform.hub.connections(agent.id)
+            assert conn.id != old_conn.id
+            # A first connect asking not to take over is refused with 409.
+            with pytest.raises(AgentAlreadyRunningError):
+                await new_link(on_conflict="reject").serve(trio.open_memory_channel[Any](1)[0])
+            assert [c.id for c in platform.hub.connections(agent.id)] == [conn.id]
+            assert platform.statistics().supersedes == 1
+            nursery.cancel_scope.cancel()
