@@ -184,6 +184,10 @@ def encode_query(params: Mapping[str, Any]) -> dict[str, str]:
 
 def _seg(value: str | int) -> str:
     """One path segment, escaped so an id can never change the route."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise BandConfigError(
+            f"an id in a request path must be a string, got {type(value).__name__}"
+        )
     text = str(value)
     if not text:
         raise BandConfigError("an id in a request path must not be empty")
@@ -360,7 +364,13 @@ class RestClient:
         per_attempt = attempt_timeout if attempt_timeout is not None else self._config.timeout
         send_headers = dict(headers or {})
         if body is not _NO_BODY:
-            content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+            try:
+                text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise BandConfigError(
+                    f"{method} {path}: the request body is not valid JSON ({exc})"
+                ) from exc
+            content = text.encode()
             send_headers["Content-Type"] = "application/json"
         query = encode_query(params) if params else None
         request = self._client.build_request(

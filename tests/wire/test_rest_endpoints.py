@@ -604,3 +604,21 @@ async def test_base_url_with_a_path_prefix_is_kept() -> None:
         await rest.get_me()
     assert raw_path_of(recorder.last) == "/proxy/api/v1/agent/me"
     assert rest.base_url == "http://band.test/proxy"
+
+
+@pytest.mark.parametrize("metadata", [{"when": object()}, {"x": float("nan")}])
+async def test_unserialisable_body_is_a_config_error(metadata: dict[str, Any]) -> None:
+    recorder = Recorder([ok({})])
+    async with make_client(recorder) as rest:
+        with pytest.raises(ValueError, match="not valid JSON"):
+            await rest.send_event("room-1", "x", "thought", metadata)
+    assert recorder.count == 0
+
+
+@pytest.mark.parametrize("bad", [None, True, 1.5, b"room"])
+async def test_non_string_id_is_refused(bad: Any) -> None:
+    recorder = Recorder([ok(ROOM)])
+    async with make_client(recorder) as rest:
+        with pytest.raises(ValueError, match="must be a string"):
+            await rest.get_chat(bad)
+    assert recorder.count == 0
