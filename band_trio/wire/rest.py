@@ -220,6 +220,12 @@ class RestClient:
             match the protocol.
 
     Cancellation: safe at any point; a retry wait is a ``trio.sleep``.
+
+    Args:
+        base_url: the site root, e.g. ``https://app.band.ai`` (without ``/api/v1``).
+        api_key: the agent's API key (sent as ``X-API-Key``; never shown).
+        config: timeouts, retry policy and pool limits.
+        transport: an httpx transport to use instead of the network (tests).
     """
 
     def __init__(
@@ -230,6 +236,12 @@ class RestClient:
         config: RestConfig | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        """Create the client and its connection pool (no I/O happens here).
+
+        Raises:
+            BandConfigError: an empty key, or a base URL that is not a plain
+                ``http(s)://host[:port][/prefix]``.
+        """
         config = config or RestConfig()
         if not isinstance(api_key, str) or not api_key.strip():
             raise BandConfigError("api_key must be a non-empty string")
@@ -237,6 +249,11 @@ class RestClient:
             url = httpx.URL(base_url)
         except (httpx.InvalidURL, TypeError) as exc:
             raise BandConfigError(f"invalid REST base URL {base_url!r}") from exc
+        if url.userinfo:
+            # Do not echo the URL: it carries a secret.
+            raise BandConfigError("REST base URL must not contain credentials")
+        if url.query or url.fragment:
+            raise BandConfigError(f"REST base URL must not have a query or fragment: {base_url!r}")
         if url.scheme not in ("http", "https") or not url.host:
             raise BandConfigError(f"REST base URL must be http(s)://host, got {base_url!r}")
         if "/api/v1" in url.path:

@@ -360,11 +360,25 @@ async def test_report_activity_503_not_retried() -> None:
 
 @pytest.mark.parametrize(
     "base_url",
-    ["ftp://band.test", "band.test", "http://band.test/api/v1", "", "http://"],
+    [
+        "ftp://band.test",
+        "band.test",
+        "http://band.test/api/v1",
+        "",
+        "http://",
+        "http://band.test/?api_key=x",
+        "http://band.test/#frag",
+    ],
 )
 def test_bad_base_url_is_a_config_error(base_url: str) -> None:
     with pytest.raises(BandConfigError):
         RestClient(base_url=base_url, api_key=API_KEY)
+
+
+def test_credentials_in_base_url_are_refused_without_echo() -> None:
+    with pytest.raises(BandConfigError) as info:
+        RestClient(base_url="http://me:hunter2@band.test", api_key=API_KEY)
+    assert "hunter2" not in str(info.value)
 
 
 def test_empty_api_key_is_a_config_error() -> None:
