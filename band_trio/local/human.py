@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -126,11 +126,17 @@ class HumanClient:
         doc = await self.request(method, path, **kw)
         return None if doc is None else doc.get("data")
 
+    async def _obj(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
+        return cast(dict[str, Any], await self._data(method, path, **kw))
+
+    async def _rows(self, method: str, path: str, **kw: Any) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], await self._data(method, path, **kw))
+
     # ------------------------------------------------------------------ profile, agents
 
     async def profile(self) -> dict[str, Any]:
         """``GET /me/profile``."""
-        return await self._data("GET", "/profile")  # type: ignore[no-any-return]
+        return await self._obj("GET", "/profile")
 
     async def register_agent(self, name: str, description: str) -> AgentCredentials:
         """Register an agent; its key is shown once."""
@@ -168,7 +174,7 @@ class HumanClient:
 
     async def create_room(self, title: str | None = None) -> dict[str, Any]:
         """Create a room owned by the user."""
-        return await self._data("POST", "/chats", json={"chat": {"title": title}})  # type: ignore[no-any-return]
+        return await self._obj("POST", "/chats", json={"chat": {"title": title}})
 
     async def list_rooms(self) -> list[dict[str, Any]]:
         """Rooms the user is in."""
@@ -176,7 +182,7 @@ class HumanClient:
 
     async def get_room(self, room_id: str) -> dict[str, Any]:
         """One room."""
-        return await self._data("GET", f"/chats/{room_id}")  # type: ignore[no-any-return]
+        return await self._obj("GET", f"/chats/{room_id}")
 
     async def add_participant(
         self, room_id: str, participant_id: str, role: str | None = None
@@ -185,17 +191,17 @@ class HumanClient:
         participant: dict[str, Any] = {"participant_id": participant_id}
         if role is not None:
             participant["role"] = role
-        return await self._data(
+        return await self._obj(
             "POST", f"/chats/{room_id}/participants", json={"participant": participant}
-        )  # type: ignore[no-any-return]
+        )
 
     async def remove_participant(self, room_id: str, participant_id: str) -> dict[str, Any]:
         """Remove a participant (pushes ``room_removed`` to an agent)."""
-        return await self._data("DELETE", f"/chats/{room_id}/participants/{participant_id}")  # type: ignore[no-any-return]
+        return await self._obj("DELETE", f"/chats/{room_id}/participants/{participant_id}")
 
     async def list_participants(self, room_id: str) -> list[dict[str, Any]]:
         """The room roster."""
-        return await self._data("GET", f"/chats/{room_id}/participants")  # type: ignore[no-any-return]
+        return await self._rows("GET", f"/chats/{room_id}/participants")
 
     # ------------------------------------------------------------------ messages
 
@@ -215,7 +221,7 @@ class HumanClient:
         }
         if attachment_ids is not None:
             message["attachment_ids"] = list(attachment_ids)
-        return await self._data("POST", f"/chats/{room_id}/messages", json={"message": message})  # type: ignore[no-any-return]
+        return await self._obj("POST", f"/chats/{room_id}/messages", json={"message": message})
 
     async def list_messages(
         self, room_id: str, *, message_type: str | None = None
@@ -227,13 +233,13 @@ class HumanClient:
 
     async def peers(self, *, not_in_chat: str | None = None) -> list[dict[str, Any]]:
         """Agents and users the user can add to rooms."""
-        return await self._data(
+        return await self._rows(
             "GET", "/peers", params={"not_in_chat": not_in_chat, "page_size": 100}
-        )  # type: ignore[no-any-return]
+        )
 
     async def contacts(self) -> list[dict[str, Any]]:
         """The user's contacts."""
-        return await self._data("GET", "/contacts", params={"page_size": 100})  # type: ignore[no-any-return]
+        return await self._rows("GET", "/contacts", params={"page_size": 100})
 
     async def send_contact_request(self, handle: str, message: str | None = None) -> dict[str, Any]:
         """Ask ``handle`` to become a contact (pushes ``contact_request_received``
@@ -241,40 +247,40 @@ class HumanClient:
         body: dict[str, Any] = {"recipient_handle": handle.lstrip("@")}
         if message is not None:
             body["message"] = message
-        return await self._data("POST", "/contacts/requests", json={"contact_request": body})  # type: ignore[no-any-return]
+        return await self._obj("POST", "/contacts/requests", json={"contact_request": body})
 
     async def contact_requests(self) -> list[dict[str, Any]]:
         """Pending requests received by the user."""
-        return await self._data("GET", "/contacts/requests", params={"page_size": 100})  # type: ignore[no-any-return]
+        return await self._rows("GET", "/contacts/requests", params={"page_size": 100})
 
     async def sent_contact_requests(self, status: str | None = None) -> list[dict[str, Any]]:
         """Requests the user sent (``status`` filter, default pending)."""
-        return await self._data(
+        return await self._rows(
             "GET", "/contacts/requests/sent", params={"status": status, "page_size": 100}
-        )  # type: ignore[no-any-return]
+        )
 
     async def approve_contact_request(self, request_id: str) -> dict[str, Any]:
         """Approve a received request."""
-        return await self._data("POST", f"/contacts/requests/{request_id}/approve")  # type: ignore[no-any-return]
+        return await self._obj("POST", f"/contacts/requests/{request_id}/approve")
 
     async def reject_contact_request(self, request_id: str) -> dict[str, Any]:
         """Reject a received request."""
-        return await self._data("POST", f"/contacts/requests/{request_id}/reject")  # type: ignore[no-any-return]
+        return await self._obj("POST", f"/contacts/requests/{request_id}/reject")
 
     async def cancel_contact_request(self, request_id: str) -> dict[str, Any]:
         """Cancel a sent request."""
-        return await self._data("DELETE", f"/contacts/requests/{request_id}")  # type: ignore[no-any-return]
+        return await self._obj("DELETE", f"/contacts/requests/{request_id}")
 
     async def remove_contact(
         self, *, handle: str | None = None, contact_id: str | None = None
     ) -> dict[str, Any]:
         """Remove a contact by handle or contact record id."""
         body = {k: v for k, v in (("handle", handle), ("contact_id", contact_id)) if v is not None}
-        return await self._data("POST", "/contacts/remove", json=body)  # type: ignore[no-any-return]
+        return await self._obj("POST", "/contacts/remove", json=body)
 
     async def resolve_handle(self, handle: str) -> dict[str, Any]:
         """``{type, handle, name}`` of a handle."""
-        return await self._data("POST", "/contacts/resolve", json={"handle": handle})  # type: ignore[no-any-return]
+        return await self._obj("POST", "/contacts/resolve", json={"handle": handle})
 
     # ------------------------------------------------------------------ memories
 
@@ -284,7 +290,7 @@ class HumanClient:
 
     async def get_memory(self, memory_id: str) -> dict[str, Any]:
         """One memory."""
-        return await self._data("GET", f"/memories/{memory_id}")  # type: ignore[no-any-return]
+        return await self._obj("GET", f"/memories/{memory_id}")
 
     async def delete_memory(self, memory_id: str) -> None:
         """Hard-delete a memory."""
@@ -292,12 +298,12 @@ class HumanClient:
 
     async def supersede_memory(self, memory_id: str) -> dict[str, Any]:
         """Mark a memory superseded."""
-        return await self._data("POST", f"/memories/{memory_id}/supersede")  # type: ignore[no-any-return]
+        return await self._obj("POST", f"/memories/{memory_id}/supersede")
 
     async def archive_memory(self, memory_id: str) -> dict[str, Any]:
         """Archive a memory."""
-        return await self._data("POST", f"/memories/{memory_id}/archive")  # type: ignore[no-any-return]
+        return await self._obj("POST", f"/memories/{memory_id}/archive")
 
     async def restore_memory(self, memory_id: str) -> dict[str, Any]:
         """Restore an archived or superseded memory."""
-        return await self._data("POST", f"/memories/{memory_id}/restore")  # type: ignore[no-any-return]
+        return await self._obj("POST", f"/memories/{memory_id}/restore")

@@ -141,20 +141,30 @@ class LocalPlatform:
         Raises:
             OSError: the address could not be bound.
         """
-        config = Config()
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        config.bind = [f"{host}:{self.port}"]
-        config.websocket_max_message_size = 1024 * 1024
-        config.graceful_timeout = 1.0
-        config.accesslog = None
-        config.errorlog = logging.getLogger("band_trio.local.server")
-        config.keep_alive_timeout = 30.0
-        async with trio.open_nursery() as nursery:
-            binds: list[str] = await nursery.start(partial(hypercorn_serve, self._app, config))  # type: ignore[arg-type]
-            port = int(binds[0].rsplit(":", 1)[1])
-            self._rest_url = f"http://{host}:{port}"
-            log.info("local Band platform listening on %s", self._rest_url)
-            task_status.started(self)
+        # Bind the listening socket ourselves so a bind failure is a plain OSError
+        # (not an ExceptionGroup from inside the server); hypercorn serves its fd.
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        listener = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((self.host, self.port))
+            port = listener.getsockname()[1]
+            config = Config()
+            # hypercorn takes ownership of the fd it is given: give it a duplicate.
+            config.bind = [f"fd://{os.dup(listener.fileno())}"]
+            config.websocket_max_message_size = 1024 * 1024
+            config.graceful_timeout = 1.0
+            config.accesslog = None
+            config.errorlog = logging.getLogger("band_trio.local.server")
+            config.keep_alive_timeout = 30.0
+            async with trio.open_nursery() as nursery:
+                await nursery.start(partial(hypercorn_serve, self._app, config))  # type: ignore[arg-type]
+                host = f"[{self.host}]" if ":" in self.host else self.host
+                self._rest_url = f"http://{host}:{port}"
+                log.info("local Band platform listening on %s", self._rest_url)
+                task_status.started(self)
+        finally:
+            listener.close()
 
     # ------------------------------------------------------------------ notifications
 
