@@ -6,7 +6,7 @@ import httpx
 import pytest
 import trio
 
-from band_trio.errors import NotFoundError, UnprocessableEntityError
+from band_trio.errors import InternalServerError, NotFoundError, UnprocessableEntityError
 from band_trio.local import AgentCredentials, HumanClient, LocalPlatform, open_local_platform
 from tests.local.helpers import (
     IO_DEADLINE,
@@ -130,10 +130,10 @@ async def test_fault_performs_then_loses_the_response(
 ) -> None:
     band_platform.faults.add("post", "/messages$", 500, perform=True, code="boom", message="lost")
     with trio.fail_after(IO_DEADLINE):
-        with pytest.raises(Exception) as caught:
+        with pytest.raises(InternalServerError) as caught:
             await human.post_message(room, "hi", [demo.handle])
-        assert getattr(caught.value, "status_code", None) == 500
-        assert getattr(caught.value, "code", None) == "boom"
+        assert caught.value.status_code == 500
+        assert caught.value.code == "boom"
     # the write happened: a lost response, not a lost request
     assert len(band_platform.state.rooms[room].messages) == 1
 
@@ -221,17 +221,23 @@ async def test_drop_through_admin(band_platform: LocalPlatform, demo: AgentCrede
 
 
 async def test_open_local_platform_raises_the_real_error() -> None:
-    with pytest.raises(ZeroDivisionError):
+    async def run() -> None:
         async with open_local_platform(seed_demo=False) as platform:
             assert platform.agents == []
             _ = 1 / 0
 
+    with pytest.raises(ZeroDivisionError):
+        await run()
+
 
 async def test_bind_failure_is_an_oserror(band_platform: LocalPlatform) -> None:
     port = int(band_platform.rest_url.rsplit(":", 1)[1])
-    with pytest.raises(OSError):
+    async def run() -> None:
         async with open_local_platform(port=port):
             pass
+
+    with pytest.raises(OSError, match="in use"):
+        await run()
 
 
 async def test_rest_url_before_serving_is_a_config_error() -> None:
