@@ -38,34 +38,10 @@ async def run_probe(python: Path, platform: Any) -> tuple[int, list[dict[str, An
     return done.returncode, json_lines(done.stdout), done.stderr.decode(errors="replace")
 
 
-#: Calls the official client rejects because of a known local-platform bug,
-#: each reported in /work/briefs/interop_findings.md. The main test tolerates
-#: exactly these; the strict xfail below fails as soon as one is fixed, so the
-#: entry must then be removed.
-KNOWN_PLATFORM_BUGS: dict[tuple[str, str], str] = {
-    (
-        "GET /api/v1/agent/chats/{chat_id}/files/{id}",
-        "unsatisfiable range -> 416",
-    ): "band-client-rest parses the 416 body as a JSON string; the platform sends an Error object",
-}
-
-
-def report(lines: list[dict[str, Any]], stderr: str, *, known: bool = True) -> str:
-    bad = [
-        line
-        for line in lines
-        if not line["ok"] and (known or (line["endpoint"], line["case"]) not in KNOWN_PLATFORM_BUGS)
-    ]
+def report(lines: list[dict[str, Any]], stderr: str) -> str:
+    bad = [line for line in lines if not line["ok"]]
     text = "\n".join(f"  {b['endpoint']} [{b['case']}] -> {b['status']}: {b['error']}" for b in bad)
     return f"{len(bad)} of {len(lines)} calls failed:\n{text}\nprobe stderr:\n{stderr[-4000:]}"
-
-
-def new_failures(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        line
-        for line in lines
-        if not line["ok"] and (line["endpoint"], line["case"]) not in KNOWN_PLATFORM_BUGS
-    ]
 
 
 async def test_every_endpoint_parses_with_the_official_models(
@@ -74,8 +50,8 @@ async def test_every_endpoint_parses_with_the_official_models(
     returncode, lines, stderr = await run_probe(rest_models_python, band_platform)
 
     assert lines, f"the probe printed nothing (exit {returncode}):\n{stderr[-4000:]}"
-    assert new_failures(lines) == [], report(lines, stderr, known=False)
-    assert returncode == (1 if any(not line["ok"] for line in lines) else 0), stderr[-4000:]
+    assert all(line["ok"] for line in lines), report(lines, stderr)
+    assert returncode == 0, stderr[-4000:]
 
     assert len(AGENT_ENDPOINTS) == 38
     assert {line["endpoint"] for line in lines} == set(AGENT_ENDPOINTS) | set(HUMAN_ENDPOINTS)
@@ -91,12 +67,6 @@ async def test_every_endpoint_parses_with_the_official_models(
         print("keys the official models do not declare:", *unknown, sep="\n  ")
 
 
-@pytest.mark.xfail(reason="known local-platform bugs, see KNOWN_PLATFORM_BUGS", strict=True)
-async def test_no_known_platform_bug_is_left(band_platform: Any, rest_models_python: Path) -> None:
-    _, lines, stderr = await run_probe(rest_models_python, band_platform)
-    assert all(line["ok"] for line in lines), report(lines, stderr)
-
-
 async def test_the_probe_reports_a_response_the_official_models_reject(
     band_platform: Any, rest_models_python: Path
 ) -> None:
@@ -110,3 +80,18 @@ async def test_the_probe_reports_a_response_the_official_models_reject(
     assert faulted[0]["case"] == "list"
     assert (faulted[0]["ok"], faulted[0]["status"]) == (False, 500), report(lines, stderr)
     assert all(line["ok"] for line in faulted[1:]), report(lines, stderr)
+
+
+async def test_the_probe_refuses_a_bad_platform_description(rest_models_python: Path) -> None:
+    env = peer_env({"BAND_PLATFORM_JSON": json.dumps({"rest_url": "http://127.0.0.1:9"})})
+    with trio.fail_after(PROBE_DEADLINE):
+        done = await trio.run_process(
+            [str(rest_models_python), str(PROBE)],
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert b"bad platform description" in done.stderr
