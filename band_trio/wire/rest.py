@@ -82,7 +82,7 @@ from band_trio.wire.models import (
     TaskEvent,
     TaskUpdateRequest,
 )
-from band_trio.wire.retry import RetryPolicy, parse_retry_after
+from band_trio.wire.retry import RetryPolicy, server_requested_delay
 
 __all__ = ["MAX_PAGES", "RestClient", "RestConfig", "RestStatistics", "encode_query"]
 
@@ -486,7 +486,7 @@ class RestClient:
             message=message,
             request_id=request_id,
             details=details,
-            retry_after=parse_retry_after(response.headers, now=time.time()),
+            retry_after=server_requested_delay(response.headers, now=time.time()),
             method=method,
             path=path,
         )

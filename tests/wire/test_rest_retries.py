@@ -244,6 +244,16 @@ async def test_rate_limit_after_budget_carries_retry_after(autojump_clock: Any) 
     assert info.value.code == "rate_limited"
 
 
+async def test_error_retry_after_comes_from_ratelimit_reset(autojump_clock: Any) -> None:
+    reset = str(int(time.time()) + 20)
+    recorder = Recorder([error(429, "rate_limited", "slow", headers={"X-RateLimit-Reset": reset})])
+    async with make_client(recorder, retry=RetryPolicy(max_retries=0)) as rest:
+        with pytest.raises(RateLimitError) as info:
+            await rest.get_me()
+    assert info.value.retry_after is not None
+    assert 18.0 <= info.value.retry_after <= 20.0
+
+
 async def test_cancellation_during_retry_sleep(autojump_clock: Any) -> None:
     recorder = Recorder(
         [error(503, "unavailable", "later", headers={"Retry-After": "30"}), ok(ROOM)]
