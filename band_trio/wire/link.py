@@ -527,6 +527,8 @@ class BandLink:
             BandConnectionError: the platform stayed unreachable until the
                 policy gave up, or closed with 1008.
             BandConfigError: ``serve`` is already running.
+            trio.BrokenResourceError: the caller closed the receiving end of
+                ``events`` (the link cannot deliver, so it stops).
 
         Cancellation:
             Cancelling ``serve`` closes the socket with code 1000 (the closing
@@ -742,8 +744,11 @@ class BandLink:
             )
         if self.config.join_agent_rooms:
             result = await self._join_once(ws, self.rooms_topic)
-            if not isinstance(result, JoinOk):
-                logger.warning("could not join %s; room pushes will be missed", self.rooms_topic)
+            if isinstance(result, JoinFailed):
+                logger.warning("could not join %s: %s", self.rooms_topic, result.reason)
+            elif result is None and self._session_nursery is not None:
+                logger.warning("joining %s timed out; retrying in the background", self.rooms_topic)
+                self._session_nursery.start_soon(self._recover, ws, self.rooms_topic)
         self._started = True
         task_status.started()
 

@@ -90,6 +90,7 @@ class FakePhoenix:
         self.reject_always: tuple[int, list[tuple[bytes, bytes]], bytes] | None = None
         self.conns: list[Conn] = []
         self.answer_heartbeats = True
+        self.answer_leaves = True
         # topic -> "ok" | "error" | "ignore" | "stale_then_ok"
         self.join_mode: dict[str, str] = {}
         self._changed = trio.Event()
@@ -139,7 +140,13 @@ class FakePhoenix:
         join_ref, ref, topic, event, _ = frame
         if event == "phx_join":
             mode = self.join_mode.get(topic, "ok")
+            if mode == "ignore_once":
+                self.join_mode[topic] = "ok"
+                return
             if mode == "ignore":
+                return
+            if mode == "close":
+                await conn.ws.aclose(1001)
                 return
             if mode == "error":
                 await self.send(conn, [join_ref, ref, topic, "phx_reply", error_reply("denied")])
@@ -151,7 +158,7 @@ class FakePhoenix:
             await self.send(conn, [join_ref, ref, topic, "phx_reply", ok_reply()])
         elif event == "heartbeat" and self.answer_heartbeats:
             await self.send(conn, [None, ref, "phoenix", "phx_reply", ok_reply()])
-        elif event == "phx_leave":
+        elif event == "phx_leave" and self.answer_leaves:
             conn.joins.pop(topic, None)
             await self.send(conn, [join_ref, ref, topic, "phx_reply", ok_reply()])
             await self.send(conn, [join_ref, join_ref, topic, "phx_close", {}])
@@ -862,3 +869,104 @@ async def test_serve_twice_is_refused(server: FakePhoenix) -> None:
             with pytest.raises(BandConfigError):
                 await link.serve(send)
             nursery.cancel_scope.cancel()
+
+
+# --------------------------------------------------------------------------- more edges
+
+
+async def test_concurrent_joins_share_one_phx_join(server: FakePhoenix) -> None:
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            running = await start(nursery, make_link(server))
+            async with trio.open_nursery() as joiners:
+                for _ in range(3):
+                    joiners.start_soon(running.link.join, CHAT)
+            assert [f[2] for f in server.frames("phx_join")].count(CHAT) == 1
+            nursery.cancel_scope.cancel()
+
+
+async def test_leave_without_reply_gives_up_after_the_timeout(
+    server: FakePhoenix, autojump_clock: trio.testing.MockClock
+) -> None:
+    server.answer_leaves = False
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            running = await start(nursery, make_link(server, LinkConfig()))
+            await running.link.join(CHAT)
+            t0 = trio.current_time()
+            await running.link.leave(CHAT)
+            assert trio.current_time() - t0 == pytest.approx(5.0)
+            assert CHAT not in running.link.statistics().joined_topics
+            # The topic can be joined again afterwards, with a fresh join_ref.
+            await running.link.join(CHAT)
+            assert CHAT in running.link.statistics().joined_topics
+            nursery.cancel_scope.cancel()
+
+
+async def test_drop_during_startup_retries_the_first_connect(server: FakePhoenix) -> None:
+    server.join_mode[CONTROL] = "close"
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def heal() -> None:
+                await server.wait_until(lambda: len(server.requests) >= 2)
+                server.join_mode.clear()
+
+            nursery.start_soon(heal)
+            running = await start(nursery, make_link(server, on_conflict="reject"))
+            # Still the first connect of the session: on_conflict is kept.
+            assert all("on_conflict=reject" in path for path, _ in server.requests)
+            assert running.link.statistics().reconnects == 0
+            nursery.cancel_scope.cancel()
+
+
+async def test_rejoin_timeout_is_recovered_in_the_background(
+    server: FakePhoenix, autojump_clock: trio.testing.MockClock
+) -> None:
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            running = await start(nursery, make_link(server, LinkConfig()))
+            await running.link.join(CHAT)
+            server.join_mode[CHAT] = "ignore_once"
+            await server.conn.ws.aclose(1000)
+            reconnected = await running.next()
+            assert isinstance(reconnected, LinkReconnected)
+            assert CHAT not in reconnected.rejoined
+            assert CHAT not in reconnected.lost
+            await server.wait_until(lambda: CHAT in server.conn.joins)
+            await trio.testing.wait_all_tasks_blocked()
+            assert CHAT in running.link.statistics().joined_topics
+            await server.push(CHAT, "message_created", MESSAGE)
+            assert isinstance(await running.next(), MessageCreated)
+            nursery.cancel_scope.cancel()
+
+
+async def test_rooms_topic_join_timeout_is_retried(
+    server: FakePhoenix, autojump_clock: trio.testing.MockClock
+) -> None:
+    server.join_mode[ROOMS] = "ignore_once"
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            running = await start(nursery, make_link(server, LinkConfig()))
+            assert ROOMS not in running.link.statistics().joined_topics
+            await server.wait_until(lambda: ROOMS in server.conn.joins)
+            await trio.testing.wait_all_tasks_blocked()
+            assert ROOMS in running.link.statistics().joined_topics
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_closed_consumer_channel_ends_serve(server: FakePhoenix) -> None:
+    link = make_link(server)
+    send, receive = trio.open_memory_channel[LinkEvent](0)
+    with trio.fail_after(10):
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(link.serve, send)
+                await receive.aclose()
+                await server.push(CONTROL, "agent.control", CONTROL_PUSH)
+                await trio.sleep_forever()
+        except BaseExceptionGroup as group:
+            errors = [e for e in leaves(group) if not isinstance(e, trio.Cancelled)]
+        await server.wait_until(lambda: server.conn.closed)
+    assert [type(e) for e in errors] == [trio.BrokenResourceError]
+    assert server.conn.close_code == 1000
