@@ -98,6 +98,8 @@ _EXECUTION_STOPPED = "execution is stopped"
 
 # Transport failures that prove the request never reached the server.
 _NOT_SENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# Failures that the same request would hit again: never retried.
+_NEVER_TRANSIENT: Final = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
 
 
 def _default_user_agent() -> str:
@@ -411,12 +413,16 @@ class RestClient:
             if scope.cancelled_caught:
                 failure = httpx.ReadTimeout("the attempt exceeded its timeout", request=request)
             if failure is not None:
-                delay = policy.after_transport_error(
-                    attempt=attempt,
-                    maybe_sent=not isinstance(failure, _NOT_SENT),
-                    idempotent=idempotent,
-                    random=self._random.random(),
-                )
+                delay = None
+                if isinstance(failure, httpx.TransportError) and not isinstance(
+                    failure, _NEVER_TRANSIENT
+                ):
+                    delay = policy.after_transport_error(
+                        attempt=attempt,
+                        maybe_sent=not isinstance(failure, _NOT_SENT),
+                        idempotent=idempotent,
+                        random=self._random.random(),
+                    )
                 if delay is None:
                     raise self._transport_error(failure, method, path) from failure
                 logger.warning(

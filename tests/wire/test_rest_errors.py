@@ -309,6 +309,26 @@ async def test_connect_error_becomes_band_connection_error_with_cause() -> None:
     assert "GET /api/v1/agent/me" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("failure", "cls"),
+    [
+        (httpx.UnsupportedProtocol("no such scheme"), BandConfigError),
+        (httpx.LocalProtocolError("bad header"), BandConnectionError),
+        (httpx.TooManyRedirects("loop"), BandProtocolError),
+        (httpx.DecodingError("bad gzip"), BandProtocolError),
+    ],
+)
+async def test_non_transient_failures_are_not_retried(
+    failure: httpx.HTTPError, cls: type[BandError]
+) -> None:
+    recorder = Recorder([failure, ok(ROOM)])
+    async with make_client(recorder) as rest:
+        with pytest.raises(cls) as info:
+            await rest.get_chat("room-1")
+    assert recorder.count == 1
+    assert info.value.__cause__ is failure
+
+
 async def test_read_timeout_becomes_band_timeout_error() -> None:
     recorder = Recorder([httpx.ReadTimeout("timed out")])
     async with make_client(recorder, retry=NO_RETRY) as rest:
