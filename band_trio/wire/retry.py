@@ -20,7 +20,8 @@ The rules (protocol.md §4.1, improved where the official client is unsafe):
   connection free in time) is safe to retry for every request; any other
   transport failure is ambiguous and retried only for idempotent requests. A
   non-idempotent write is therefore never sent twice by us.
-* Everything else (4xx) is final.
+* Everything else (4xx) is final — including 409, which the official
+  generated client retries although it can repeat a committed write.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ class RetryPolicy:
             header can impose (longer requests are shortened to this).
         jitter: backoff delays are spread by ±``jitter`` (a fraction); waits the
             server asked for get +0 to +2×``jitter`` instead (+0–20 % by
-            default; never shorter than asked, unless capped). Set 0 for exact, deterministic delays.
+            default; never shorter than asked, unless capped). Set 0 for
+            exact, deterministic delays.
     """
 
     max_retries: int = attrs.field(default=3, validator=attrs.validators.ge(0))
