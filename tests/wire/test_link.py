@@ -337,7 +337,10 @@ async def test_connect_url_header_and_startup_joins(server: FakePhoenix) -> None
             nursery.cancel_scope.cancel()
 
 
-async def test_reconnect_drops_on_conflict(server: FakePhoenix) -> None:
+async def test_reconnect_drops_on_conflict(
+    server: FakePhoenix, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger, trio-websocket's included
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             running = await start(nursery, make_link(server, on_conflict="reject"))
@@ -347,6 +350,8 @@ async def test_reconnect_drops_on_conflict(server: FakePhoenix) -> None:
             assert server.requests[1][0] == f"/api/v1/socket/websocket?vsn=2.0.0&agent_id={AGENT}"
             assert server.requests[1][1]["x-api-key"] == KEY
             nursery.cancel_scope.cancel()
+    assert caplog.records
+    assert KEY not in caplog.text
 
 
 async def test_join_and_events_flow(server: FakePhoenix) -> None:
@@ -970,3 +975,15 @@ async def test_a_closed_consumer_channel_ends_serve(server: FakePhoenix) -> None
         await server.wait_until(lambda: server.conn.closed)
     assert [type(e) for e in errors] == [trio.BrokenResourceError]
     assert server.conn.close_code == 1000
+
+
+async def test_serve_again_after_it_ended(server: FakePhoenix) -> None:
+    link = make_link(server)
+    with trio.fail_after(10):
+        for _ in range(2):
+            async with trio.open_nursery() as nursery:
+                await start(nursery, link)
+                nursery.cancel_scope.cancel()
+    assert len(server.conns) == 2
+    assert [f[2] for f in server.frames("phx_join", server.conns[1])] == [CONTROL, ROOMS]
+    assert not link.statistics().connected
