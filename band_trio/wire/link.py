@@ -786,9 +786,15 @@ class BandLink:
             if proto.heartbeat_due(now):
                 _, frame = proto.send_heartbeat(now)
                 try:
-                    await self._send(ws, frame)
+                    # A send that cannot complete for that long means a dead peer.
+                    with trio.fail_after(proto.dead_after):
+                        await self._send(ws, frame)
                 except trio_websocket.ConnectionClosed:
                     raise _SocketGone(None, "closed while sending a heartbeat") from None
+                except trio.TooSlowError:
+                    self._dead += 1
+                    logger.warning("heartbeat could not be sent; reconnecting")
+                    await self._force_close(ws, DEAD_CLOSE_CODE, DEAD_CLOSE_REASON)
                 self._heartbeats += 1
             wake = proto.next_heartbeat_at
             if self._stalled:

@@ -148,6 +148,9 @@ class FakePhoenix:
             if mode == "close":
                 await conn.ws.aclose(1001)
                 return
+            if mode == "push_first":
+                early = {**MESSAGE, "id": "early"}
+                await self.send(conn, [join_ref, None, topic, "message_created", early])
             if mode == "error":
                 await self.send(conn, [join_ref, ref, topic, "phx_reply", error_reply("denied")])
                 return
@@ -987,3 +990,16 @@ async def test_serve_again_after_it_ended(server: FakePhoenix) -> None:
     assert len(server.conns) == 2
     assert [f[2] for f in server.frames("phx_join", server.conns[1])] == [CONTROL, ROOMS]
     assert not link.statistics().connected
+
+
+async def test_pushes_before_the_join_reply_are_not_delivered(server: FakePhoenix) -> None:
+    server.join_mode[CHAT] = "push_first"
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            running = await start(nursery, make_link(server))
+            await running.link.join(CHAT)
+            await server.push(CHAT, "message_created", {**MESSAGE, "id": "after"})
+            event = await running.next()
+            assert isinstance(event, MessageCreated)
+            assert event.id == "after"
+            nursery.cancel_scope.cancel()
