@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 
-from band_trio.errors import FrameError, LocalProtocolError
+from band_trio.errors import FrameError, InvalidEventError, LocalProtocolError
+from band_trio.wire.events import decode_event
 from band_trio.wire.phoenix import (
     ChannelClosed,
     ChannelErrored,
@@ -360,3 +364,43 @@ def test_abandon_join_drops_the_late_reply() -> None:
     assert proto.receive_frame(ok_reply(ref, ref), 0.0) == []
     new_ref, _ = proto.send_join(TOPIC)
     assert new_ref != ref
+
+
+# ----------------------------------------------------------------- fuzz
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+frame_like = st.lists(
+    st.one_of(
+        st.none(),
+        st.sampled_from(["1", "2", "3", 1, 2.0, "0"]),
+        st.sampled_from([TOPIC, "phoenix", "chat_room:r", ""]),
+        st.sampled_from(["phx_reply", "phx_close", "phx_error", "agent.control", "supersede", ""]),
+        json_values,
+    ),
+    min_size=0,
+    max_size=6,
+)
+
+
+@settings(max_examples=300)
+@given(st.one_of(frame_like.map(json.dumps), st.text(max_size=40), st.binary(max_size=40)))
+def test_any_input_is_a_frame_error_or_events(text: str | bytes) -> None:
+    proto = connected()
+    ref, _ = proto.send_join(TOPIC)
+    proto.send_heartbeat(30.0)
+    proto.receive_frame(ok_reply(ref, ref), 0.0)
+    try:
+        events = proto.receive_frame(text, 31.0)
+    except FrameError:
+        return
+    for item in events:
+        if isinstance(item, ChannelMessage):
+            with contextlib.suppress(InvalidEventError):
+                decode_event(item.topic, item.event, item.payload)
