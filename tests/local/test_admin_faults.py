@@ -232,6 +232,7 @@ async def test_open_local_platform_raises_the_real_error() -> None:
 
 async def test_bind_failure_is_an_oserror(band_platform: LocalPlatform) -> None:
     port = int(band_platform.rest_url.rsplit(":", 1)[1])
+
     async def run() -> None:
         async with open_local_platform(port=port):
             pass

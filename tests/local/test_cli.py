@@ -1,0 +1,112 @@
+"""`band-trio platform` as a real subprocess, and the `band_platform` fixture."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from band_trio.cli import build_parser
+from band_trio.local import LocalPlatform
+
+STARTUP_DEADLINE = 30
+
+
+def _command(*args: str) -> list[str]:
+    script = Path(sys.executable).with_name("band-trio")
+    if script.exists():
+        return [str(script), *args]
+    return [sys.executable, "-m", "band_trio.cli", *args]
+
+
+async def _read_line(stream: Any) -> bytes:
+    buffer = b""
+    while b"\n" not in buffer:
+        chunk = await stream.receive_some(4096)
+        if not chunk:
+            break
+        buffer += chunk
+    return buffer
+
+
+async def _run_platform_until(sig: int, *, as_json: bool) -> tuple[bytes, int]:
+    args = ["platform", "--port", "0"] + (["--json"] if as_json else [])
+    process = await trio.lowlevel.open_process(
+        _command(*args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        with trio.fail_after(STARTUP_DEADLINE):
+            assert process.stdout is not None
+            output = await _read_line(process.stdout)
+            if as_json:
+                info = json.loads(output)
+                headers = {"x-api-key": info["agents"][0]["api_key"]}
+                async with httpx.AsyncClient(base_url=info["rest_url"], headers=headers) as client:
+                    me = (await client.get("/api/v1/agent/me")).json()["data"]
+                assert me["id"] == info["agents"][0]["id"]
+            else:
+                # the text banner has more lines: read until the agent's key
+                while b"BAND_API_KEY=" not in output:
+                    chunk = await process.stdout.receive_some(4096)
+                    assert chunk, output
+                    output += chunk
+            process.send_signal(sig)
+            code = await process.wait()
+        return output, code
+    finally:
+        if process.returncode is None:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+
+
+async def test_platform_json_line_then_sigint_exits_zero() -> None:
+    output, code = await _run_platform_until(signal.SIGINT, as_json=True)
+    assert code == 0
+    line = output.decode().strip()
+    assert "\n" not in line
+    info = json.loads(line)
+    assert set(info) == {"rest_url", "ws_url", "user", "agents"}
+    assert info["rest_url"].startswith("http://127.0.0.1:")
+    assert (
+        info["ws_url"] == info["rest_url"].replace("http://", "ws://") + "/api/v1/socket/websocket"
+    )
+    assert set(info["user"]) == {"id", "api_key", "handle"}
+    assert len(info["agents"]) == 1
+    assert set(info["agents"][0]) == {"id", "api_key", "name", "handle"}
+    assert info["agents"][0]["handle"].startswith(info["user"]["handle"] + "/")
+
+
+async def test_platform_text_banner_then_sigterm_exits_zero() -> None:
+    output, code = await _run_platform_until(signal.SIGTERM, as_json=False)
+    assert code == 0
+    text = output.decode()
+    assert "REST URL:" in text
+    assert "WebSocket URL:" in text
+    assert "User API key:" in text
+    assert "BAND_AGENT_ID=" in text
+
+
+def test_parser_requires_a_subcommand() -> None:
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args([])
+    args = parser.parse_args(["platform", "--port", "8123", "--json"])
+    assert (args.command, args.port, args.json, args.host) == ("platform", 8123, True, "127.0.0.1")
+
+
+async def test_band_platform_fixture_is_serving(band_platform: LocalPlatform) -> None:
+    async with httpx.AsyncClient(base_url=band_platform.rest_url) as client:
+        with trio.fail_after(10):
+            response = await client.get(
+                "/api/v1/agent/me", headers={"x-api-key": band_platform.agents[0].api_key}
+            )
+    assert response.status_code == 200
+    assert band_platform.ws_url.startswith("ws://127.0.0.1:")
