@@ -220,12 +220,15 @@ async def test_band_trio_link_is_superseded_and_refused_like_the_platform_says(
     older_send, _older_receive = trio.open_memory_channel[Any](100)
     newer_send, _newer_receive = trio.open_memory_channel[Any](100)
     superseded: list[SupersededError] = []
+    older_ended = trio.Event()
 
     async def serve_older(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         try:
             await older.serve(older_send, task_status=task_status)
         except SupersededError as exc:
             superseded.append(exc)
+        finally:
+            older_ended.set()
 
     with trio.fail_after(DEADLINE):
         async with trio.open_nursery() as nursery:
@@ -234,7 +237,8 @@ async def test_band_trio_link_is_superseded_and_refused_like_the_platform_says(
             await nursery.start(newer.serve, newer_send)
             # The platform pushes `supersede` to the older link, which ends
             # with the terminal error instead of fighting back by reconnecting.
-            await platform.wait_for(lambda: bool(superseded))
+            await older_ended.wait()
+            assert len(superseded) == 1
             assert superseded[0].retryable is False
             (conn,) = platform.hub.connections(agent.id)
             assert conn.id != old_conn.id
