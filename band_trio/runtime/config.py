@@ -181,6 +181,9 @@ class AgentConfig:
             up to this (raised to at least the base).
         stopped_resync_interval: probe interval while the room is stopped;
             None means the base interval.
+        retry_delay: first wait before a deferred message (refused claim,
+            unconfirmed ack, non-final failure) is tried again; it doubles up
+            to ``idle_resync_interval``.
         enable_context_hydration: load room history on a session bootstrap.
         max_history_messages: at most this many history messages (the newest
             ones before the trigger) are given to the adapter.
@@ -225,6 +228,7 @@ class AgentConfig:
     stopped_resync_interval: float | None = attrs.field(
         default=None, validator=_v_optional_positive
     )
+    retry_delay: float = attrs.field(default=1.0, validator=_v_positive)
     enable_context_hydration: bool = attrs.field(default=True, validator=_v_bool)
     max_history_messages: int = attrs.field(default=100, validator=_v_count(0))
     history_page_size: int = attrs.field(default=100, validator=_v_count(1))
