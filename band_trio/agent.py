@@ -43,6 +43,7 @@ from band_trio.runtime.types import (
     Preprocessor,
     TurnHooks,
 )
+from band_trio.tools.agent import AgentTools
 from band_trio.wire.models import ChatParticipant
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
@@ -283,8 +284,6 @@ class Agent:
                 def make_tools(
                     room_id: str, participants: Sequence[ChatParticipant], hooks: TurnHooks
                 ) -> AgentToolsProtocol:
-                    from band_trio.tools.agent import AgentTools
-
                     tools = AgentTools(
                         rest=rest,
                         room_id=room_id,

@@ -95,9 +95,6 @@ MISSING_REPLY_TEXT: Final = (
 
 MISSING_REPLY_LABEL: Final = "turn ended without a reply"
 
-_RETRY_BASE: Final = 1.0
-"""First delay before a deferred message is tried again (doubles, capped by the idle interval)."""
-
 _SCAN_PAGE_SIZE: Final = 100
 _SCAN_MAX_PAGES: Final = 50
 
@@ -312,7 +309,8 @@ class _Schedule:
     The idle timer is :class:`~band_trio.runtime.schedule.ReconcileSchedule`
     (jittered first check, doubling while empty, stopped interval). On top of
     it, a deferred message (refused claim, failed ack, non-final failure) is
-    retried after a short backoff (1 s doubling up to the base interval)
+    retried after a short backoff (``AgentConfig.retry_delay``, doubling up to
+    the base interval)
     instead of waiting a whole idle interval.
     """
 
@@ -325,8 +323,9 @@ class _Schedule:
             rng=rng.random,
         )
         self._base = config.idle_resync_interval
+        self._first_retry = min(config.retry_delay, config.idle_resync_interval)
         self._retry_at = math.inf
-        self._retry_delay = _RETRY_BASE
+        self._retry_delay = self._first_retry
 
     @property
     def due(self) -> float:
@@ -339,7 +338,7 @@ class _Schedule:
             self._retry_delay = min(self._retry_delay * 2, self._base)
         else:
             self._retry_at = math.inf
-            self._retry_delay = _RETRY_BASE
+            self._retry_delay = self._first_retry
 
     def note_work(self, now: float) -> None:
         self._idle.note_work(now)
@@ -347,7 +346,7 @@ class _Schedule:
     def set_stopped(self, stopped: bool, now: float) -> None:
         self._idle.set_stopped(stopped, now)
         self._retry_at = math.inf
-        self._retry_delay = _RETRY_BASE
+        self._retry_delay = self._first_retry
 
 
 _OUTCOMES: Final = {

@@ -17,13 +17,19 @@ import trio
 
 from band_trio.agent import Agent
 from band_trio.local import HumanClient, LocalPlatform
-from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.config import AgentConfig, AgentSettings
+from band_trio.runtime.platform import PlatformRuntime
 from band_trio.runtime.types import (
     AgentToolsProtocol,
     HistoryProvider,
     PlatformMessage,
     SimpleAdapter,
 )
+from band_trio.wire.rest import RestConfig
+from band_trio.wire.retry import RetryPolicy
+
+FAST_REST = RestConfig(retry=RetryPolicy(backoff_base=0.02, server_delay_cap=0.05))
+"""REST retries in milliseconds instead of seconds (the policy itself is tested in tests/wire)."""
 
 POLL = 0.01
 """How often :func:`wait_until` re-checks its condition (a real-time poll)."""
@@ -149,18 +155,22 @@ class Scene:
         self,
         adapter: Any,
         config: AgentConfig | None = None,
-        **kwargs: Any,
+        *,
+        rest_options: dict[str, Any] | None = None,
     ) -> Agent:
-        return Agent.create(
-            adapter=adapter,
+        """An agent for the scene's demo agent; REST retries are fast (tests)."""
+        settings = AgentSettings(
             agent_id=self.agent_id,
             api_key=self.agent_key,
             rest_url=self.platform.rest_url,
             ws_url=self.platform.ws_url,
-            config=config if config is not None else fast_config(),
-            handle_signals=False,
-            **kwargs,
         )
+        options: dict[str, Any] = {"config": FAST_REST}
+        options.update(rest_options or {})
+        runtime = PlatformRuntime(
+            settings, config if config is not None else fast_config(), rest_options=options
+        )
+        return Agent(runtime, adapter, handle_signals=False)
 
     async def new_room(self, *, with_agent: bool = True, title: str = "test room") -> str:
         room = await self.human.create_room(title=title)
@@ -228,6 +238,7 @@ def fast_config(**overrides: Any) -> AgentConfig:
         "shutdown_timeout": 5.0,
         "cleanup_timeout": 2.0,
         "join_retry_delays": (0.05, 0.1, 0.2),
+        "retry_delay": 0.05,
     }
     values.update(overrides)
     return AgentConfig(**values)

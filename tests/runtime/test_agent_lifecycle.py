@@ -167,8 +167,8 @@ async def test_turns_are_serial_in_a_room_and_concurrent_across_rooms(band_platf
         adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
     ) -> None:
         if "pair" in msg.content:
-            # Only returns once the other room's turn runs at the same time.
-            await wait_until(lambda: adapter.running >= 2, within=5)
+            # Only returns once both rooms' turns have overlapped.
+            await wait_until(lambda: adapter.max_running >= 2, within=5)
             both_running.set()
         else:
             await trio.sleep(0.02)
