@@ -6,9 +6,12 @@ few other events:
 * ``decode_frame``: JSON text -> Phoenix ``Frame``;
 * ``decode_event``: payload -> validated, typed event;
 * the full reader path: ``PhoenixProtocol.receive_frame`` (join_ref
-  filtering included) then ``decode_event``.
+  filtering included) then ``decode_event``;
+* with ``--link N``: N ``message_created`` pushes through a real ``BandLink``
+  over loopback from a minimal in-process Phoenix server (wall time and CPU
+  time per frame; the CPU figure includes the server's sending side).
 
-Run: ``uv run python benchmarks/bench_wire_decode.py [--seconds 1.0]``.
+Run: ``uv run python benchmarks/bench_wire_decode.py [--seconds 1.0] [--link 20000]``.
 Prints figures only; nothing here is an assertion.
 """
 
@@ -20,7 +23,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from band_trio.wire.events import decode_event
+import trio
+import trio_websocket
+
+from band_trio.wire.events import MessageCreated, decode_event
+from band_trio.wire.link import BandLink, LinkEvent
 from band_trio.wire.phoenix import ChannelMessage, PhoenixProtocol, decode_frame
 
 AGENT = "8c1f0000-0000-4000-8000-000000000001"
@@ -74,9 +81,53 @@ def rate(fn: Callable[[], object], seconds: float) -> float:
             return n / (now - start)
 
 
+async def link_throughput(count: int) -> tuple[float, float]:
+    """Push ``count`` frames through a BandLink; return (wall s, CPU s)."""
+    topic = f"chat_room:{ROOM}"
+    ready = trio.Event()
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        ws = await request.accept()
+        joins: dict[str, str] = {}
+        while True:
+            join_ref, ref, frame_topic, event, _ = json.loads(await ws.get_message())
+            if event in ("phx_join", "heartbeat"):
+                reply = {"status": "ok", "response": {}}
+                await ws.send_message(json.dumps([join_ref, ref, frame_topic, "phx_reply", reply]))
+                if event == "phx_join":
+                    joins[frame_topic] = join_ref
+                    if frame_topic == topic:
+                        ready.set()
+                        frame = json.dumps([join_ref, None, topic, "message_created", MESSAGE])
+                        for _ in range(count):
+                            await ws.send_message(frame)
+
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(trio_websocket.serve_websocket, handler, "127.0.0.1", 0, None)
+        link = BandLink(
+            agent_id=AGENT, api_key="bench-key", ws_url=f"ws://127.0.0.1:{server.port}/ws"
+        )
+        send, receive = trio.open_memory_channel[LinkEvent](1000)
+        await nursery.start(link.serve, send)
+        wall, cpu = time.perf_counter(), time.process_time()
+        await link.join(topic)
+        received = 0
+        async for item in receive:
+            if isinstance(item, MessageCreated):
+                received += 1
+                if received == count:
+                    break
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        nursery.cancel_scope.cancel()
+    return wall, cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    parser.add_argument(
+        "--link", type=int, default=0, metavar="N", help="also push N frames through a BandLink"
+    )
     args = parser.parse_args()
 
     proto = PhoenixProtocol()
@@ -124,6 +175,14 @@ def main() -> None:
         print(
             f"{event:<20} {len(text):>6} {frame_rate:>12,.0f} {event_rate:>12,.0f} "
             f"{full_rate:>14,.0f} {1e6 / full_rate:>9.1f}"
+        )
+
+    if args.link:
+        wall, cpu = trio.run(link_throughput, args.link)
+        print(
+            f"BandLink over loopback: {args.link} message_created frames in {wall:.2f} s "
+            f"({args.link / wall:,.0f} frames/s), CPU {1e6 * cpu / args.link:.1f} us/frame "
+            "(server side included)"
         )
 
 

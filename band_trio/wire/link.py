@@ -113,6 +113,7 @@ class LinkConfig:
         connect_timeout: seconds for the TCP connect plus the upgrade handshake.
         close_timeout: seconds to wait for the closing handshake.
         max_message_size: largest incoming message accepted (bigger: close 1009).
+        receive_buffer_size: bytes read from the socket at a time.
         event_buffer_size: events decoded but not yet taken by the caller.
         join_agent_rooms: also join ``agent_rooms:<agent_id>`` at start-up
             (failure is logged, not fatal).
@@ -128,6 +129,7 @@ class LinkConfig:
     connect_timeout: float = 10.0
     close_timeout: float = 5.0
     max_message_size: int = MIB
+    receive_buffer_size: int = 64 * 1024
     event_buffer_size: int = 1000
     join_agent_rooms: bool = True
     first_connect_policy: Callable[[], FirstConnectPolicy] = FirstConnectPolicy
@@ -435,6 +437,8 @@ class BandLink:
         self._ws: trio_websocket.WebSocketConnection | None = None
         self._session_nursery: trio.Nursery | None = None
         self._out: trio.MemorySendChannel[LinkEvent] | None = None
+        self._events: trio.MemorySendChannel[LinkEvent] | None = None
+        self._backlog = 0
         self._join_waiters: dict[str, _Waiter] = {}
         self._leave_waiters: dict[str, _Waiter] = {}
         self._stalled = False
@@ -543,6 +547,8 @@ class BandLink:
         )
         send, receive = trio.open_memory_channel[LinkEvent](self.config.event_buffer_size)
         self._out = send
+        self._events = events
+        self._backlog = 0
         try:
             with _one_error():
                 async with trio.open_nursery() as nursery:
@@ -551,6 +557,7 @@ class BandLink:
         finally:
             self._serving = False
             self._out = None
+            self._events = None
             send.close()
 
     async def _forward(
@@ -561,6 +568,7 @@ class BandLink:
         async with receive:
             async for item in receive:
                 await events.send(item)
+                self._backlog -= 1
                 self._delivered += 1
 
     async def _connection_loop(self, task_status: trio.TaskStatus[None]) -> NoReturn:
@@ -674,6 +682,7 @@ class BandLink:
                     use_ssl=target.use_ssl,
                     extra_headers=headers,
                     max_message_size=self.config.max_message_size,
+                    receive_buffer_size=self.config.receive_buffer_size,
                 )
         except trio.TooSlowError:
             raise BandTimeoutError(f"WebSocket handshake with {where} timed out") from None
@@ -875,8 +884,20 @@ class BandLink:
         await self._deliver(event)
 
     async def _deliver(self, item: LinkEvent) -> None:
-        out = self._out
+        out, events = self._out, self._events
         assert out is not None
+        assert events is not None
+        if self._backlog == 0:
+            # Nothing queued ahead of it: hand it straight to the caller.
+            try:
+                events.send_nowait(item)
+            except trio.WouldBlock:
+                pass
+            else:
+                # No checkpoint needed here: the reader's next receive is one.
+                self._delivered += 1
+                return
+        self._backlog += 1
         try:
             out.send_nowait(item)
         except trio.WouldBlock:
