@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import trio
@@ -444,3 +445,56 @@ def httpx_agent(platform: LocalPlatform, creds: AgentCredentials) -> object:
     from tests.local.helpers import agent_http
 
     return agent_http(platform, creds)
+
+
+async def test_frames_above_the_limit_are_never_sent(
+    band_platform: LocalPlatform,
+    human: HumanClient,
+    agent: object,
+    room: str,
+    demo: AgentCredentials,
+) -> None:
+    import httpx
+
+    assert isinstance(agent, httpx.AsyncClient)
+    # 512 KiB of quotes is legal content but about 1 MiB once JSON-escaped.
+    content = '"' * (512 * 1024)
+    with trio.fail_after(IO_DEADLINE):
+        async with open_phoenix(band_platform, demo.api_key, demo.id) as ws:
+            client = PhoenixClient(ws)
+            await client.join(f"chat_room:{room}")
+            sent = await human.post_message(room, content, [demo.id])
+            await client.send([None, "5", "phoenix", "heartbeat", {}])
+            # the oversized push was skipped: the next frame is the heartbeat reply
+            assert (await client.recv())[:2] == [None, "5"]
+            # ... and the work is still on the mailbox
+            assert (await agent.get(f"/chats/{room}/messages/next")).json()["data"]["id"] == sent[
+                "id"
+            ]
+    assert band_platform.hub.statistics().oversize_dropped == 1
+
+
+async def test_a_socket_that_falls_behind_is_disconnected(
+    band_platform: LocalPlatform, room: str, demo: AgentCredentials
+) -> None:
+    band_platform.hub.queue_size = 3
+    with trio.fail_after(IO_DEADLINE):
+        async with open_phoenix(band_platform, demo.api_key, demo.id) as ws:
+            client = PhoenixClient(ws)
+            await client.join(f"agent_control:{demo.id}")
+            (conn,) = band_platform.hub.connections(demo.id)
+            # queue more pushes in one go than the socket's bound allows
+            for _ in range(5):
+                band_platform.state.control(demo.id, "interrupt", room_id=room)
+            band_platform._flush()
+            await conn.closed.wait()
+            await band_platform.wait_for(lambda: not band_platform.connected(demo.id))
+            with pytest.raises(ConnectionClosed):
+                await _read_until_closed(ws)
+            await ws._stream.aclose()  # trio-websocket 0.12 leaves it open after a server close
+    assert band_platform.hub.statistics().slow_consumers == 1
+
+
+async def _read_until_closed(ws: Any) -> None:
+    while True:
+        await ws.get_message()
