@@ -532,7 +532,8 @@ def _make_structure(cls: type[T]) -> Callable[[Any, Any], T]:
                 raise _Invalid(f"{key} must not be null (omit it instead)")
         if prepare is not None:
             prepare(data)
-        data["extra"] = {key: data.pop(key) for key in [k for k in data if k not in known]}
+        if not data.keys() <= known:
+            data["extra"] = {key: data.pop(key) for key in [k for k in data if k not in known]}
         try:
             return fast(data, cls)
         except _Invalid:
