@@ -964,6 +964,7 @@ class BandLink:
                 did not come within ``join_timeout``, or the link is not
                 connected (``retryable=True``). The topic is then not registered.
         """
+        await trio.lowlevel.checkpoint()
         ws = self._ws
         if ws is None:
             raise JoinError(topic, "not connected", retryable=True)
@@ -999,6 +1000,7 @@ class BandLink:
         negative reply is logged, and the topic is forgotten either way. Leaving
         a topic that is not joined does nothing.
         """
+        await trio.lowlevel.checkpoint()
         if self._proto.state(topic) is None:
             return
         if self._proto.state(topic) is TopicState.LEAVING:
