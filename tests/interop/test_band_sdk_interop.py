@@ -20,6 +20,7 @@ from tests.interop.scenario import (
     Trigger,
     exactly_once_problems,
     make_rooms,
+    replies_to,
     run_echo_rounds,
     unprocessed,
 )
@@ -67,6 +68,16 @@ async def test_official_band_sdk_agent_echoes_in_three_rooms(
                 stage = "checking the outcome"
                 problems = exactly_once_problems(platform, agent.id, triggers)
                 assert not problems, problems
+                # Mention tokens both ways (protocol.md §5.8, Appendix B): the
+                # platform stored the human's `@handle` as `@[[agent id]]`, the
+                # SDK showed the adapter `@handle` again, and the platform
+                # prefixed the reply with a token for the human it mentions
+                # (`@demo/...` in the text is not a mention of `@demo`).
+                user = platform.user
+                contents = {r.content for t in triggers for r in replies_to(platform, agent.id, t)}
+                assert contents == {
+                    f"@[[{user.id}]] echo: @{agent.handle} ping {t.token}" for t in triggers
+                }
                 # The SDK logs (WARNING) every frame or payload it drops, so a
                 # clean log means every push and reply was accepted as sent.
                 assert peer.complaints() == []
