@@ -136,6 +136,23 @@ class LinkConfig:
     reconnect_policy: Callable[[], ReconnectPolicy] = ReconnectPolicy
     random: Callable[[], float] = _random.random
 
+    def __attrs_post_init__(self) -> None:
+        for name in (
+            "join_timeout",
+            "leave_timeout",
+            "heartbeat_interval",
+            "dead_after",
+            "connect_timeout",
+            "close_timeout",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise BandConfigError(f"LinkConfig.{name} must be a positive number of seconds")
+        for name in ("max_message_size", "receive_buffer_size", "event_buffer_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise BandConfigError(f"LinkConfig.{name} must be a positive integer")
+
 
 @attrs.frozen
 class LinkReconnected:

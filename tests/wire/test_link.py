@@ -311,6 +311,22 @@ def test_bad_configuration(kwargs: dict[str, Any]) -> None:
         BandLink(**args)
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"join_timeout": 0},
+        {"dead_after": -1.0},
+        {"heartbeat_interval": float("nan")},
+        {"close_timeout": True},
+        {"max_message_size": 0},
+        {"event_buffer_size": 1.5},
+    ],
+)
+def test_bad_link_config(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(BandConfigError):
+        LinkConfig(**kwargs)
+
+
 def test_repr_hides_the_key() -> None:
     link = BandLink(agent_id=AGENT, api_key=KEY, ws_url="ws://127.0.0.1:1/ws?api_key=" + KEY)
     assert KEY not in repr(link)
