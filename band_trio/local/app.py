@@ -113,9 +113,11 @@ class Ctx:
         if not self.body.strip():
             raise invalid("/", "a JSON body is required")
         try:
-            return json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+            value = json.loads(self.body, parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise fail(400, "the request body is not valid JSON", code="invalid_json") from None
+        _check_tree(value, check_unicode=b"\\u" in self.body)
+        return value
 
     def obj(self) -> Obj:
         """The body as a JSON object."""
@@ -430,6 +432,42 @@ class BandApp:
         else:
             return
         done.cancel()
+
+
+MAX_JSON_DEPTH = 64
+
+
+def _reject_constant(name: str) -> Any:
+    # json.loads accepts NaN/Infinity, which are not JSON: echoing them back
+    # would produce frames and bodies that strict clients cannot parse.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _check_tree(value: Any, *, check_unicode: bool) -> None:
+    """Reject bodies nested deeper than :data:`MAX_JSON_DEPTH` (422) and strings
+    with lone surrogates from ``\\u`` escapes, which cannot be sent as UTF-8 (400)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_JSON_DEPTH:
+                raise invalid("/", f"is nested too deeply (maximum depth is {MAX_JSON_DEPTH})")
+            children = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in children:
+                if check_unicode and isinstance(key, str):
+                    _check_unicode(key)
+                stack.append((child, depth + 1))
+        elif check_unicode and isinstance(item, str):
+            _check_unicode(item)
+
+
+def _check_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise fail(
+            400, "the request body has an invalid unicode escape", code="invalid_json"
+        ) from None
 
 
 def _addr(value: Any) -> tuple[str, int] | None:

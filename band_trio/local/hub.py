@@ -239,7 +239,7 @@ class Hub:
         self.frames_in += 1
         try:
             frame = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.bad_frames += 1
             return
         if not isinstance(frame, list) or len(frame) != 5:

@@ -73,6 +73,28 @@ async def test_malformed_and_wrong_type_bodies(agent: httpx.AsyncClient, room: s
         assert error["details"] == {"/message/content": ["must be a string"]}
 
 
+async def test_json_that_could_not_be_echoed_is_refused(
+    agent: httpx.AsyncClient, room: str
+) -> None:
+    url = f"/chats/{room}/events"
+    with trio.fail_after(IO_DEADLINE):
+        # NaN/Infinity are not JSON; lone surrogates cannot be encoded as UTF-8
+        nan = b'{"event": {"content": "x", "message_type": "thought", "metadata": {"v": NaN}}}'
+        assert_error(await agent.post(url, content=nan), 400, "invalid_json")
+        surrogate = b'{"event": {"content": "\\ud800 x", "message_type": "thought"}}'
+        assert_error(await agent.post(url, content=surrogate), 400, "invalid_json")
+        assert_error(await agent.post(url, content=b"[" * 100_000), 400, "invalid_json")
+        deep = (
+            b'{"event": {"content": "x", "message_type": "thought", "metadata": '
+            + b'{"a": ' * 100
+            + b"1"
+            + b"}" * 102
+        )
+        assert_error(await agent.post(url, content=deep), 422, "validation_error")
+        fine = b'{"event": {"content": "caf\\u00e9 \\ud83d\\ude00", "message_type": "thought"}}'
+        assert (await agent.post(url, content=fine)).status_code == 201
+
+
 async def test_oversize_body_is_413(agent: httpx.AsyncClient, room: str) -> None:
     with trio.fail_after(IO_DEADLINE):
         response = await agent.post(f"/chats/{room}/messages", content=b"x" * (4 * 1024 * 1024 + 1))
