@@ -10,6 +10,9 @@ environment, never on a command line.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +98,56 @@ async def test_the_probe_refuses_a_bad_platform_description(rest_models_python: 
     assert done.returncode == 2
     assert done.stdout == b""
     assert b"bad platform description" in done.stderr
+
+
+async def read_line(stream: trio.abc.ReceiveStream) -> bytes:
+    """The first line a process prints (without its newline)."""
+    buffer = b""
+    while b"\n" not in buffer:
+        chunk = await stream.receive_some()
+        if not chunk:
+            raise AssertionError(f"the process closed its stdout after {buffer!r}")
+        buffer += chunk
+    return buffer.split(b"\n", 1)[0]
+
+
+async def test_the_command_line_platform_serves_the_official_client(
+    rest_models_python: Path,
+) -> None:
+    # `band-trio platform --json` prints the description the probe reads
+    # (issue 2, item 10); the probe then runs against that separate process.
+    cli = Path(sys.executable).with_name("band-trio")
+    process = await trio.lowlevel.open_process(
+        [str(cli), "platform", "--json", "--port", "0"],
+        stdout=subprocess.PIPE,
+        env=peer_env({}),
+    )
+    try:
+        assert process.stdout is not None
+        with trio.fail_after(PROBE_DEADLINE):
+            description = json.loads(await read_line(process.stdout))
+            assert set(description) >= {"rest_url", "ws_url", "user", "agents"}
+            env = peer_env({"BAND_PLATFORM_JSON": json.dumps(description)})
+            done = await trio.run_process(
+                [str(rest_models_python), str(PROBE)],
+                env=env,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        lines = json_lines(done.stdout)
+        stderr = done.stderr.decode(errors="replace")
+        assert lines, stderr[-4000:]
+        assert all(line["ok"] for line in lines), report(lines, stderr)
+        assert done.returncode == 0
+        # Ctrl+C stops it cleanly.
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(PROBE_DEADLINE):
+            assert await process.wait() == 0
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            if process.stdout is not None:
+                await process.stdout.aclose()
