@@ -248,7 +248,7 @@ def build_ws_url(ws_url: str, agent_id: str, *, on_conflict_reject: bool = False
     """The upgrade URL of protocol.md §1.1.
 
     Any ``vsn``, ``api_key``, ``token``, ``agent_id`` and ``on_conflict`` already
-    in ``ws_url`` are removed; then ``vsn=2.0.0``, ``agent_id`` (URL-encoded) and,
+    in ``ws_url`` are removed, and so are a ``user:password@`` and a fragment; then ``vsn=2.0.0``, ``agent_id`` (URL-encoded) and,
     when asked, ``on_conflict=reject`` are appended. ``http``/``https`` schemes
     become ``ws``/``wss``.
 
@@ -264,13 +264,13 @@ def build_ws_url(ws_url: str, agent_id: str, *, on_conflict_reject: bool = False
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
         if k not in _STRIPPED_QUERY_KEYS
     ]
+    # Userinfo in the URL would be a credential in plain sight: never kept.
+    netloc = parts.netloc.rpartition("@")[2]
     query.append(("vsn", "2.0.0"))
     query.append(("agent_id", agent_id))
     if on_conflict_reject:
         query.append(("on_conflict", "reject"))
-    return urlunsplit(
-        (scheme, parts.netloc, parts.path or "/", urlencode(query, quote_via=quote), "")
-    )
+    return urlunsplit((scheme, netloc, parts.path or "/", urlencode(query, quote_via=quote), ""))
 
 
 def _target(url: str) -> _Target:

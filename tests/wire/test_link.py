@@ -287,6 +287,11 @@ def test_build_ws_url_replaces_vsn_and_strips_credentials() -> None:
     assert "zz" not in url
 
 
+def test_build_ws_url_drops_userinfo_and_fragment() -> None:
+    url = build_ws_url("wss://me:secret@h.example:8443/ws#frag", "a1")
+    assert url == "wss://h.example:8443/ws?vsn=2.0.0&agent_id=a1"
+
+
 def test_build_ws_url_on_conflict_and_scheme() -> None:
     url = build_ws_url(
         "http://127.0.0.1:4000/ws?on_conflict=supersede", "a1", on_conflict_reject=True
