@@ -526,7 +526,15 @@ class Room:
         self._schedule = _Schedule(self._svc.config, self._svc.rng, trio.current_time())
         task_status.started()
         try:
-            await self._work()
+            while True:
+                try:
+                    await self._work()
+                except Exception:
+                    # Supervised (reference runtime.md §9 item 5): a bug must
+                    # neither kill the agent nor leave a deaf room behind.
+                    logger.exception("room %s: worker failed; restarting it", self.room_id)
+                    self._resync_requested = True
+                    await trio.sleep(self._svc.config.retry_delay)
         finally:
             self._inbox_send.close()
 
@@ -550,6 +558,12 @@ class Room:
             await self._on_item(item)
 
     async def _on_item(self, item: InboxItem) -> None:
+        try:
+            await self._handle_item(item)
+        except BandError as exc:
+            logger.warning("room %s: %s not handled: %s", self.room_id, type(item).__name__, exc)
+
+    async def _handle_item(self, item: InboxItem) -> None:
         if isinstance(item, _Kick):
             self._kick_pending = False
         elif isinstance(item, ParticipantAdded):
@@ -757,6 +771,10 @@ class Room:
             except BandError as exc:
                 logger.warning("room %s: claim of %s failed: %s", self.room_id, ev.id, exc)
                 return _Outcome.RETRY
+            if self._stopped or self._fenced:
+                # Stopped (or shutting down) while claiming: leave it processing
+                # for /next to replay.
+                return _Outcome.PAUSED
             turn = _Turn(self, ev.id, attempt)
             self._turn = turn
             self._turns += 1
