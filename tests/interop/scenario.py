@@ -33,7 +33,7 @@ class Human:
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = await self._http.post(path, json=body)
-        assert response.status_code in (200, 201), (
+        assert response.status_code in (200, 201, 202), (
             f"POST {path}: {response.status_code} {response.text}"
         )
         data: dict[str, Any] = response.json()["data"]
@@ -48,6 +48,14 @@ class Human:
             f"/api/v1/me/chats/{room_id}/participants",
             {"participant": {"participant_id": participant_id}},
         )
+
+    async def remove_participant(self, room_id: str, participant_id: str) -> None:
+        path = f"/api/v1/me/chats/{room_id}/participants/{participant_id}"
+        response = await self._http.delete(path)
+        assert response.status_code == 200, f"DELETE {path}: {response.status_code} {response.text}"
+
+    async def delete_rooms(self, room_ids: list[str]) -> None:
+        await self._post("/api/v1/me/chats/bulk-delete", {"ids": room_ids})
 
     async def post(self, room_id: str, content: str, mention_id: str) -> str:
         sent = await self._post(

@@ -189,3 +189,75 @@ async def test_official_sdk_honours_stop_and_play(
     finally:
         with trio.CancelScope(shield=True):
             await human.aclose()
+
+
+async def test_official_sdk_follows_roster_and_room_changes(
+    band_platform: Any, band_sdk_venv_python: Path, tmp_path: Path
+) -> None:
+    # participant_added / participant_removed / room_removed / room_deleted
+    # pushes must pass band-sdk-core's strict validator (protocol.md §3.4, §3.5).
+    platform = band_platform
+    agent = platform.register_agent("SDK Roster", "Echo agent whose rooms change")
+    other = platform.register_agent("Roster Peer", "Joins and leaves rooms")
+    human = Human(platform.rest_url, platform.user.api_key)
+    triggers: list[Trigger] = []
+
+    def room_topics_of(room: str) -> set[str]:
+        return {f"chat_room:{room}", f"room_participants:{room}"}
+
+    try:
+        with trio.fail_after(DEADLINE):
+            rooms = await make_rooms(human, agent.id, 3)
+            kept, left, deleted = rooms
+            async with running_sdk_echo(band_sdk_venv_python, platform, agent, tmp_path) as peer:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(peer.fail_if_exits)
+                    topics = all_topics(agent.id, rooms)
+                    await platform.wait_for(lambda: topics <= platform.hub.joined_topics(agent.id))
+
+                    await human.add_participant(kept, other.id)
+                    await human.remove_participant(kept, other.id)
+                    # The roster changes went out on the same socket before
+                    # this message, so once it is answered they were handled.
+                    triggers = await run_echo_rounds(
+                        platform, human, agent.id, agent.handle, [kept]
+                    )
+
+                    await human.remove_participant(left, agent.id)  # room_removed
+                    await platform.wait_for(
+                        lambda: not room_topics_of(left) & platform.hub.joined_topics(agent.id)
+                    )
+                    await human.delete_rooms([deleted])  # room_deleted
+                    await platform.wait_for(
+                        lambda: not room_topics_of(deleted) & platform.hub.joined_topics(agent.id)
+                    )
+                    # The room it kept still works.
+                    triggers += await run_echo_rounds(
+                        platform, human, agent.id, agent.handle, [kept]
+                    )
+                    nursery.cancel_scope.cancel()
+
+                assert exactly_once_problems(platform, agent.id, triggers) == []
+                running_log = peer.log()
+                # After a clean stop every frame it received has been handled
+                # (or dropped, which `rejected_frames` would show).
+                assert await peer.stop() == 0
+                assert peer.rejected_frames() == []
+
+                # Some warnings are the SDK's own race: told it left `left` (the
+                # participant_removed naming itself arrives before room_removed),
+                # it re-reads that room's roster or context and gets the 404 a
+                # non-member must get. Anything else is a finding.
+                def benign(line: str) -> bool:
+                    return "code='not_found'" in line and (
+                        f"Failed to load participants for room {left}" in line
+                        or "Context hydration failed" in line
+                    )
+
+                assert [c for c in peer.complaints(running_log) if not benign(c)] == []
+    except Exception:
+        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()
