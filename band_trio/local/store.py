@@ -10,6 +10,24 @@ status, code and details.
 
 Contacts, memories, tasks and files live in sibling modules that operate on
 this state.
+
+Where protocol.md leaves a rule open, the local platform chooses (and tests):
+
+* membership: every agent endpoint answers 404 for a room the caller is not in;
+  a member may add members, owner/admin may add admins, only an owner adds
+  owners; removal needs owner/admin (a user may remove itself or its agents);
+  who may be added is :meth:`PlatformState.recruitable`;
+* ``message_created`` goes to each mention-kind agent recipient (never the
+  author) and to every user in the room; ``message_updated`` (delivery changes)
+  and ``event_created`` go to users, and to agents only with
+  ``agent_message_updates``;
+* ``/activity`` answers 404 only for a foreign room (not for "no active
+  execution"), so a ``working: false`` sent after ``/processed`` is accepted;
+* a mention's ``@handle`` in the content becomes ``@[[id]]`` (whole handles
+  only, case-insensitive); mentioned participants not referenced get a token
+  prepended, in mention order; tokens are made for ``reference`` mentions too;
+* the human message list ignores ``since``/``after``/``before``/``around`` and
+  the room list ignores ``sort_by``/``order`` (oldest first, cursor paged).
 """
 
 from __future__ import annotations
