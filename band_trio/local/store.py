@@ -19,8 +19,8 @@ Where protocol.md leaves a rule open, the local platform chooses (and tests):
   who may be added is :meth:`PlatformState.recruitable`;
 * ``message_created`` goes to each mention-kind agent recipient (never the
   author) and to every user in the room; ``message_updated`` (delivery changes)
-  and ``event_created`` go to users, and to agents only with
-  ``agent_message_updates``;
+  goes to users, and to agents only with ``agent_message_updates``;
+  ``event_created`` goes to users only;
 * ``/activity`` answers 404 only for a foreign room (not for "no active
   execution"), so a ``working: false`` sent after ``/processed`` is accepted;
 * a mention's ``@handle`` in the content becomes ``@[[id]]`` (whole handles
