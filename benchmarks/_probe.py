@@ -19,6 +19,9 @@ nothing in ``band_trio`` depends on it.
 
 from __future__ import annotations
 
+import re
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -39,10 +42,21 @@ class PrincipalConnections:
     http_open: int = 0
     max_http_open: int = 0
     requests: int = 0
+    routes: Counter[str] = attrs.Factory(Counter)
+    #: route -> seconds spent serving it (app entry to return), summed
+    route_seconds: dict[str, float] = attrs.Factory(dict)
 
-    def snapshot(self) -> dict[str, int]:
+    def snapshot(self) -> dict[str, Any]:
         """The counters as a plain dict."""
         return attrs.asdict(self)
+
+
+_ID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def route(method: str, path: str) -> str:
+    """``POST /api/v1/agent/chats/{id}/messages`` for any ids in the path."""
+    return f"{method} {_ID_RE.sub('{id}', path)}"
 
 
 class ConnectionProbe:
@@ -89,7 +103,9 @@ class ConnectionProbe:
                 counters.http_open += 1
                 counters.max_http_open = max(counters.max_http_open, counters.http_open)
         if scope["type"] == "http":
-            self.counters(conn.principal).requests += 1
+            counters = self.counters(conn.principal)
+            counters.requests += 1
+            counters.routes[route(scope.get("method", "?"), scope.get("path", "?"))] += 1
 
     def _closed(self, conn: _Conn) -> None:
         if conn.principal is None:
@@ -117,7 +133,16 @@ class _AppSpy:
 
     async def __call__(self, scope: Any, *args: Any) -> None:
         self._probe._attribute(self._conn, scope)
-        await self._app(scope, *args)
+        if scope.get("type") != "http" or self._conn.principal is None:
+            await self._app(scope, *args)
+            return
+        started = time.perf_counter()
+        try:
+            await self._app(scope, *args)
+        finally:
+            seconds = self._probe.counters(self._conn.principal).route_seconds
+            key = route(scope.get("method", "?"), scope.get("path", "?"))
+            seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - started
 
 
 class _CountingTCPServer(TCPServer):

@@ -42,7 +42,10 @@ import math
 import os
 import platform as py_platform
 import re
+import resource
 import signal
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -93,6 +96,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def sched_wait_seconds(pid: int | str) -> float:
+    """Time the process's main thread spent runnable but waiting for a CPU
+    (``/proc/<pid>/schedstat``): other load on the machine shows up here."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9
+
+
 def status_kib(pid: int, key: str) -> int:
     """A ``kB`` value of ``/proc/<pid>/status`` (VmRSS, VmHWM)."""
     with open(f"/proc/{pid}/status") as f:
@@ -100,6 +110,53 @@ def status_kib(pid: int, key: str) -> int:
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     raise KeyError(key)
+
+
+def own_cpu_seconds() -> float:
+    """CPU time of this process: the platform (and the human side posting)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def loadavg() -> float:
+    """The 1-minute load average (other work on the machine skews the figures)."""
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+# --------------------------------------------------------------------------- profiling
+
+
+@attrs.frozen
+class Profile:
+    """Profile one contender: ``cprofile`` runs the whole agent under cProfile
+    (it roughly doubles its CPU time); ``py-spy`` samples it, from outside, only
+    while the messages are processed (raw collapsed stacks, one per line)."""
+
+    tool: str
+    path: Path
+
+
+async def start_py_spy(pid: int, path: Path) -> trio.Process:
+    command = ["uvx", "py-spy", "record", "--pid", str(pid), "--rate", "200"]
+    command += ["--format", "raw", "--nonblocking", "--output", str(path)]
+    process = await trio.lowlevel.open_process(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    await trio.sleep(1.0)  # let it attach before the load starts
+    return process
+
+
+async def stop_py_spy(process: trio.Process) -> None:
+    """SIGINT makes py-spy write its output; kill it if it hangs. Shielded."""
+    with trio.CancelScope(shield=True):
+        if process.returncode is None:
+            process.send_signal(signal.SIGINT)
+            with trio.move_on_after(30):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 # --------------------------------------------------------------------------- contenders
@@ -349,6 +406,16 @@ class RunResult:
     http_requests_during_load: int | None = None
     startup_s: float | None = None
     exit_status: int | None = None
+    agent_cpu_util: float | None = None
+    platform_cpu_util: float | None = None
+    loadavg_before: float | None = None
+    loadavg_after: float | None = None
+    repeat: int = 0
+    sched_wait_agent_s: float | None = None
+    sched_wait_platform_s: float | None = None
+    requests_per_message: dict[str, float] = attrs.Factory(dict)
+    #: mean time the platform took to answer each route (app entry to return)
+    server_ms_per_request: dict[str, float] = attrs.Factory(dict)
 
 
 async def run_workload(
@@ -361,9 +428,10 @@ async def run_workload(
     workdir: Path,
     deadline: float,
     baseline_rss: int | None,
-    profile: Path | None,
+    profile: Profile | None,
 ) -> RunResult:
     result = RunResult(contender, rooms_n, messages_n)
+    result.loadavg_before = loadavg()
     agent = platform.register_agent(
         f"Bench {contender} {rooms_n}x{messages_n} {os.urandom(2).hex()}",
         "Echo agent for the benchmark",
@@ -373,7 +441,8 @@ async def run_workload(
     proc: AgentProcess | None = None
     try:
         t0 = time.monotonic()
-        proc = await start_agent(contender, agent, platform, workdir, profile)
+        cprofile = profile.path if profile is not None and profile.tool == "cprofile" else None
+        proc = await start_agent(contender, agent, platform, workdir, cprofile)
         topics = {f"agent_control:{agent.id}", f"agent_rooms:{agent.id}"} | room_topics(rooms)
         with trio.fail_after(CONNECT_DEADLINE):
             await wait_until(
@@ -395,7 +464,15 @@ async def run_workload(
 
         connects_before = counters.http_connects + counters.ws_connects
         requests_before = counters.requests
+        routes_before = counters.routes.copy()
+        route_seconds_before = dict(counters.route_seconds)
+        spy = None
+        if profile is not None and profile.tool == "py-spy":
+            spy = await start_py_spy(proc.pid, profile.path)
         cpu_before = cpu_seconds(proc.pid)
+        platform_cpu_before = own_cpu_seconds()
+        waits_before = sched_wait_seconds(proc.pid), sched_wait_seconds("self")
+        wall_before = time.monotonic()
         with trio.fail_after(deadline):
             posted = await post_all(human, agent.id, rooms, messages_n)
             tracker = ReplyTracker(platform, agent.id, posted)
@@ -407,7 +484,25 @@ async def run_workload(
                 result.processed = len(posted) - len(tracker.unprocessed)
                 result.replied = len(posted) - len(tracker.unreplied)
         cpu_after = cpu_seconds(proc.pid)
+        wall = time.monotonic() - wall_before
+        result.agent_cpu_util = (cpu_after - cpu_before) / wall
+        result.platform_cpu_util = (own_cpu_seconds() - platform_cpu_before) / wall
+        result.sched_wait_agent_s = sched_wait_seconds(proc.pid) - waits_before[0]
+        result.sched_wait_platform_s = sched_wait_seconds("self") - waits_before[1]
+        if spy is not None:
+            await stop_py_spy(spy)
+        result.loadavg_after = loadavg()
         result.peak_rss_kib = status_kib(proc.pid, "VmHWM")
+        result.requests_per_message = {
+            k: round(v / len(posted), 3)
+            for k, v in sorted((counters.routes - routes_before).items(), key=lambda kv: -kv[1])
+        }
+        served = counters.routes - routes_before
+        result.server_ms_per_request = {
+            k: round(1000 * (v - route_seconds_before.get(k, 0.0)) / served[k], 2)
+            for k, v in counters.route_seconds.items()
+            if served[k]
+        }
         result.tcp_connects_during_load = (
             counters.http_connects + counters.ws_connects - connects_before
         )
@@ -460,6 +555,32 @@ async def run_workload(
 # --------------------------------------------------------------------------- report
 
 
+def aggregate(results: Sequence[RunResult]) -> list[RunResult]:
+    """One row per (contender, workload): the median of each figure over the
+    completed repeats (the first failed run when none completed)."""
+    groups: dict[tuple[str, int, int], list[RunResult]] = {}
+    for r in results:
+        groups.setdefault((r.contender, r.rooms, r.messages_per_room), []).append(r)
+    rows = []
+    for runs in groups.values():
+        done = [r for r in runs if r.completed]
+        if not done:
+            rows.append(runs[0])
+            continue
+        row = attrs.evolve(done[0])
+        for field in attrs.fields(RunResult):
+            values = [getattr(r, field.name) for r in done]
+            numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+            if numbers and len(numbers) == len(values):
+                median = statistics.median(numbers)
+                all_int = all(isinstance(v, int) for v in numbers)
+                setattr(row, field.name, round(median) if all_int else median)
+        row.duplicate_replies = max(r.duplicate_replies for r in done)
+        row.max_http_connections = max(r.max_http_connections or 0 for r in done)
+        rows.append(row)
+    return rows
+
+
 ROWS: tuple[tuple[str, str, str], ...] = (
     ("throughput_msg_s", "throughput (msg/s)", "{:.1f}"),
     ("latency_p50_ms", "latency p50 (ms)", "{:.0f}"),
@@ -471,6 +592,10 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("tcp_connects_during_load", "TCP connects (load)", "{:d}"),
     ("tcp_connects", "TCP connects (total)", "{:d}"),
     ("startup_s", "start-up (s)", "{:.2f}"),
+    ("agent_cpu_util", "agent CPU busy (load)", "{:.0%}"),
+    ("platform_cpu_util", "platform CPU busy (load)", "{:.0%}"),
+    ("sched_wait_agent_s", "agent waited for CPU (s)", "{:.2f}"),
+    ("sched_wait_platform_s", "platform waited for CPU(s)", "{:.2f}"),
 )
 
 
@@ -595,19 +720,22 @@ def machine() -> dict[str, Any]:
 # --------------------------------------------------------------------------- main
 
 
-async def bench(args: argparse.Namespace) -> dict[str, Any]:
-    contenders = CONTENDERS if args.sdk == "both" else (args.sdk,)
-    if args.rooms is None and args.messages is None:
-        workloads: Sequence[tuple[int, int]] = SUITE
-    else:
-        workloads = ((args.rooms or 20, args.messages or 20),)
-    results: list[RunResult] = []
-    baselines: dict[str, RunResult] = {}
+async def measure(
+    contender: str,
+    rooms_n: int,
+    messages_n: int,
+    workdir: Path,
+    deadline: float,
+    baseline_rss: int | None,
+    profile: Profile | None,
+) -> RunResult:
+    """One run on a fresh platform (so no run inherits another's rooms,
+    messages or sockets)."""
     platform = LocalPlatform(seed_demo=False)
     probe = ConnectionProbe(
         lambda key: p.id if (p := platform.state.authenticate(key)) is not None else None
     )
-    with install(probe), tempfile.TemporaryDirectory(prefix="band-bench-") as tmp:
+    with install(probe):
         async with trio.open_nursery() as nursery:
             await nursery.start(platform.serve)
             transport = httpx.AsyncHTTPTransport(
@@ -618,50 +746,70 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             async with HumanClient(
                 base_url=platform.rest_url, api_key=platform.user.api_key, transport=transport
             ) as human:
-                for contender in contenders:
-                    print(f"[{contender}] idle baseline (no rooms)", file=sys.stderr)
-                    base = await run_workload(
-                        platform,
-                        probe,
-                        human,
-                        contender,
-                        0,
-                        0,
-                        Path(tmp) / f"{contender}-base",
-                        args.deadline,
-                        None,
-                        None,
-                    )
-                    baselines[contender] = base
-                    if base.error:
-                        print(f"  failed: {base.error}", file=sys.stderr)
-                for rooms_n, messages_n in workloads:
-                    for contender in contenders:
-                        print(f"[{contender}] R={rooms_n} x M={messages_n}", file=sys.stderr)
-                        profile = None
-                        if args.profile and contender in args.profile_sdk:
-                            profile = (
-                                RESULTS / f"{args.name}-{contender}-{rooms_n}x{messages_n}.prof"
-                            )
-                        r = await run_workload(
-                            platform,
-                            probe,
-                            human,
-                            contender,
-                            rooms_n,
-                            messages_n,
-                            Path(tmp) / f"{contender}-{rooms_n}x{messages_n}",
-                            args.deadline,
-                            baselines[contender].rss_idle_kib,
-                            profile,
-                        )
-                        results.append(r)
-                        print(
-                            f"  done: {r.processed}/{r.messages} processed"
-                            + (f", error: {r.error}" if r.error else ""),
-                            file=sys.stderr,
-                        )
+                result = await run_workload(
+                    platform,
+                    probe,
+                    human,
+                    contender,
+                    rooms_n,
+                    messages_n,
+                    workdir,
+                    deadline,
+                    baseline_rss,
+                    profile,
+                )
             nursery.cancel_scope.cancel()
+    return result
+
+
+async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    contenders = CONTENDERS if args.sdk == "both" else (args.sdk,)
+    if args.rooms is None and args.messages is None:
+        workloads: Sequence[tuple[int, int]] = SUITE
+    else:
+        workloads = ((args.rooms or 20, args.messages or 20),)
+    results: list[RunResult] = []
+    baselines: dict[str, RunResult] = {}
+    with tempfile.TemporaryDirectory(prefix="band-bench-") as tmp:
+        for contender in contenders:
+            print(f"[{contender}] idle baseline (no rooms)", file=sys.stderr)
+            base = await measure(
+                contender, 0, 0, Path(tmp) / f"{contender}-base", args.deadline, None, None
+            )
+            baselines[contender] = base
+            if base.error:
+                print(f"  failed: {base.error}", file=sys.stderr)
+        for repeat in range(args.repeat):
+            # Alternate who goes first, so neither always meets a warmer machine.
+            order = contenders if repeat % 2 == 0 else tuple(reversed(contenders))
+            for rooms_n, messages_n in workloads:
+                for contender in order:
+                    label = f"{contender}-{rooms_n}x{messages_n}-{repeat}"
+                    print(
+                        f"[{contender}] R={rooms_n} x M={messages_n} (run {repeat + 1})",
+                        file=sys.stderr,
+                    )
+                    profile = None
+                    if args.profile:
+                        suffix = "prof" if args.profile == "cprofile" else "stacks.txt"
+                        profile = Profile(args.profile, RESULTS / f"{args.name}-{label}.{suffix}")
+                    r = await measure(
+                        contender,
+                        rooms_n,
+                        messages_n,
+                        Path(tmp) / label,
+                        args.deadline,
+                        baselines[contender].rss_idle_kib,
+                        profile,
+                    )
+                    r.repeat = repeat
+                    results.append(r)
+                    print(
+                        f"  done: {r.processed}/{r.messages} processed in "
+                        f"{r.messages / r.throughput_msg_s if r.throughput_msg_s else 0:.1f} s"
+                        + (f", error: {r.error}" if r.error else ""),
+                        file=sys.stderr,
+                    )
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
@@ -682,15 +830,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="results file name (without .json)")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds per workload")
     parser.add_argument(
-        "--profile", action="store_true", help="run the agents under cProfile (slower!)"
+        "--repeat", type=int, default=1, help="runs per workload and contender (medians shown)"
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("cprofile", "py-spy"),
+        help="profile the agents: cProfile (whole run, about 2x slower) or py-spy "
+        "(sampling, load phase only; run through uvx); output in benchmarks/results/",
     )
     args = parser.parse_args(argv)
-    args.profile_sdk = CONTENDERS
     if args.name is None:
         args.name = "agents-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     RESULTS.mkdir(exist_ok=True)
     report = trio.run(bench, args)
-    results = [RunResult(**r) for r in report["results"]]
+    results = aggregate([RunResult(**r) for r in report["results"]])
+    if args.repeat > 1:
+        print(f"\nmedians of {args.repeat} runs (max HTTP connections: the maximum)")
+    report["summary"] = [attrs.asdict(r) for r in results]
     print_table(results)
     if args.sdk == "both":
         found = targets(results)
