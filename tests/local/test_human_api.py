@@ -12,7 +12,15 @@ from band_trio.errors import (
     UnprocessableEntityError,
 )
 from band_trio.local import AgentCredentials, HumanClient, LocalPlatform
-from tests.local.helpers import IO_DEADLINE, agent_http, assert_error, user_http
+from band_trio.local._input import Obj
+from tests.local.helpers import (
+    IO_DEADLINE,
+    PhoenixClient,
+    agent_http,
+    assert_error,
+    open_phoenix,
+    user_http,
+)
 
 
 async def test_register_agent_returns_key_once_and_it_works(
@@ -360,3 +368,80 @@ async def test_human_client_connection_error_is_typed() -> None:
     async with HumanClient(base_url="http://127.0.0.1:9", api_key="k") as client:
         with trio.fail_after(IO_DEADLINE), pytest.raises(BandConnectionError):
             await client.profile()
+
+
+async def test_listing_options(
+    band_platform: LocalPlatform, human: HumanClient, room: str, demo: AgentCredentials
+) -> None:
+    async with user_http(band_platform) as client:
+        with trio.fail_after(IO_DEADLINE):
+            await human.register_agent("Alpha", "a")
+            await human.register_agent("Zulu", "z")
+            names = [
+                a["name"]
+                for a in (
+                    await client.get("/agents", params={"sort": "name", "order": "desc"})
+                ).json()["data"]
+            ]
+            assert names == sorted(names, reverse=True)
+            meta = (await client.get("/agents", params={"limit": 1})).json()["metadata"]
+            assert (meta["has_more"], meta["limit"]) == (True, 1)
+            assert {f["param"] for f in meta["sortable_fields"]} == {
+                "name",
+                "inserted_at",
+                "updated_at",
+            }
+            assert [
+                a["name"]
+                for a in (await client.get("/agents", params={"name": "zu"})).json()["data"]
+            ] == ["Zulu"]
+            assert_error(await client.get("/agents", params={"sort": "size"}), 422)
+
+            await human.post_message(room, "hello", [demo.handle])
+            chats = (
+                await client.get(
+                    "/chats", params={"include": "participants,last_message,total_count"}
+                )
+            ).json()
+            row = chats["data"][0]
+            assert row["participant_count"] == 2
+            assert row["last_message"]["content"].endswith("hello")
+            assert chats["metadata"]["total_count"] == 1
+            detail = (
+                await client.get(f"/chats/{room}", params={"include": "message_counts"})
+            ).json()["data"]
+            assert detail["message_counts"] == {"text": 1}
+            agents_only = (
+                await client.get(
+                    f"/chats/{room}/participants", params={"participant_type": "Agent"}
+                )
+            ).json()
+            assert [p["id"] for p in agents_only["data"]] == [demo.id]
+            texts = await human.list_messages(room, message_type="thought")
+            assert texts == []
+
+
+async def test_rename_pushes_room_updated_to_users(
+    band_platform: LocalPlatform, human: HumanClient
+) -> None:
+    owner = band_platform.user
+    with trio.fail_after(IO_DEADLINE):
+        agent_room = band_platform.state.create_room(
+            band_platform.state.agents[band_platform.agents[0].id], None
+        )
+        band_platform.state.add_participant(
+            band_platform.state.agents[band_platform.agents[0].id],
+            agent_room.id,
+            Obj({"participant": {"participant_id": owner.id}}),
+        )
+        band_platform._flush()
+        async with (
+            open_phoenix(band_platform, owner.api_key) as ws,
+            agent_http(band_platform, band_platform.agents[0]) as agent,
+        ):
+            client = PhoenixClient(ws)
+            ref, _ = await client.join(f"user_rooms:{owner.id}")
+            await agent.patch(f"/chats/{agent_room.id}", json={"chat": {"title": "New name"}})
+            frame = await client.recv()
+            assert frame[:4] == [ref, None, f"user_rooms:{owner.id}", "room_updated"]
+            assert frame[4]["title"] == "New name"
