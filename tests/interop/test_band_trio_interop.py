@@ -17,8 +17,12 @@ from typing import Any
 import pytest
 import trio
 
-from band_trio.errors import AgentAlreadyRunningError, SupersededError
-from band_trio.wire.events import MessageCreated, RoomAdded
+from band_trio.errors import (
+    AgentAlreadyRunningError,
+    RoomExecutionStoppedError,
+    SupersededError,
+)
+from band_trio.wire.events import AgentControl, MessageCreated, RoomAdded
 from band_trio.wire.link import BandLink, LinkReconnected, room_topics
 from band_trio.wire.models import MentionRequest
 from band_trio.wire.rest import RestClient
@@ -248,3 +252,70 @@ async def test_band_trio_link_is_superseded_and_refused_like_the_platform_says(
             assert [c.id for c in platform.hub.connections(agent.id)] == [conn.id]
             assert platform.statistics().supersedes == 1
             nursery.cancel_scope.cancel()
+
+
+async def next_control(receive: trio.MemoryReceiveChannel[Any]) -> AgentControl:
+    """The next ``agent.control`` event on the link (other events are skipped)."""
+    async for event in receive:
+        if isinstance(event, AgentControl):
+            return event
+    raise AssertionError("the link's event channel closed")
+
+
+async def test_band_trio_wire_layer_sees_stop_and_play(band_platform: Any) -> None:
+    # agent.control pushes decode into AgentControl, and the REST client turns
+    # the stopped-room gates (204 /next and /processing, 403 on posts) into
+    # None and RoomExecutionStoppedError, per protocol.md §5.6.
+    platform = band_platform
+    agent = platform.register_agent("Wire Control", "Gets stopped and resumed")
+    human = Human(platform.rest_url, platform.user.api_key)
+    link = BandLink(agent_id=agent.id, api_key=agent.api_key, ws_url=platform.ws_url)
+    send, receive = trio.open_memory_channel[Any](100)
+    try:
+        with trio.fail_after(DEADLINE):
+            (room,) = await make_rooms(human, agent.id, 1)
+            async with (
+                RestClient(base_url=platform.rest_url, api_key=agent.api_key) as rest,
+                trio.open_nursery() as nursery,
+            ):
+                await nursery.start(link.serve, send)
+                message_id = await human.post(room, "work while stopped?", agent.id)
+
+                await platform.push_control(agent.id, "stop", room_id=room)
+                stop = await next_control(receive)
+                assert (stop.mode, stop.room_id, stop.agent_id) == ("stop", room, agent.id)
+                assert await rest.next_message(room) is None
+                with pytest.raises(RoomExecutionStoppedError):
+                    await rest.mark_processing(room, message_id)
+                with pytest.raises(RoomExecutionStoppedError):
+                    await rest.send_message(room, "hello", [MentionRequest(id=platform.user.id)])
+
+                await platform.push_control(agent.id, "play", room_id=room)
+                play = await next_control(receive)
+                assert (play.mode, play.room_id) == ("play", room)
+                pending = await rest.next_message(room)
+                assert pending is not None
+                assert pending.id == message_id
+                claim = await rest.mark_processing(room, message_id)
+                assert (claim.status, claim.attempt_number) == ("processing", 1)
+                await rest.send_message(room, "done", [MentionRequest(id=platform.user.id)])
+                assert (await rest.mark_processed(room, message_id)).status == "processed"
+
+                # Agent-wide signals carry a null room_id and the agent scope.
+                await platform.push_control(agent.id, "interrupt", scope="agent")
+                interrupt = await next_control(receive)
+                assert (interrupt.mode, interrupt.scope, interrupt.room_id) == (
+                    "interrupt",
+                    "agent",
+                    None,
+                )
+                assert interrupt.correlation_id  # the client's dedupe key
+                nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()
+
+    delivery = platform.state.rooms[room].by_id[message_id].deliveries[agent.id]
+    assert [(a.number, a.status) for a in delivery.attempts] == [(1, "success")]
+    stats = link.statistics()
+    assert (stats.events_rejected, stats.malformed_frames) == (0, 0), stats
