@@ -30,7 +30,7 @@ from typing import Any, cast
 import attrs
 import trio
 
-from band_trio.errors import BandConfigError, RateLimitError
+from band_trio.errors import BandConfigError, BandError, RateLimitError
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.ledger import ClaimsLedger
@@ -44,6 +44,7 @@ from band_trio.runtime.types import (
     TurnHooks,
 )
 from band_trio.tools.agent import AgentTools
+from band_trio.tools.contacts import ContactEventConfig, ContactEventHandler
 from band_trio.wire.models import ChatParticipant
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
@@ -136,6 +137,9 @@ class Agent:
         adapter: the framework adapter that answers messages.
         preprocessor: turns events into adapter inputs
             (:class:`~band_trio.runtime.preprocessor.DefaultPreprocessor` when None).
+        contact_config: how contact events are handled (callback, hub room,
+            broadcasts to rooms); None or DISABLED without broadcasts means the
+            agent does not subscribe to them.
         handle_signals: while serving in the main thread, SIGINT and SIGTERM
             start a graceful shutdown (``serve`` then returns normally).
     """
@@ -146,6 +150,7 @@ class Agent:
         adapter: FrameworkAdapter,
         preprocessor: Preprocessor | None = None,
         *,
+        contact_config: ContactEventConfig | None = None,
         handle_signals: bool = True,
     ) -> None:
         if not isinstance(runtime, PlatformRuntime):
@@ -159,6 +164,7 @@ class Agent:
             preprocessor if preprocessor is not None else DefaultPreprocessor()
         )
         self.handle_signals = handle_signals
+        self.contact_config = contact_config
         self.agent_name: str | None = None
         self.agent_description: str | None = None
         self._engine: AgentEngine | None = None
@@ -177,6 +183,7 @@ class Agent:
         ws_url: str | None = None,
         preprocessor: Preprocessor | None = None,
         config: AgentConfig | None = None,
+        contact_config: ContactEventConfig | None = None,
         handle_signals: bool = True,
     ) -> Agent:
         """Build an agent; each setting not given is read from the environment.
@@ -192,7 +199,13 @@ class Agent:
             agent_id=agent_id, api_key=api_key, rest_url=rest_url, ws_url=ws_url
         )
         runtime = PlatformRuntime(settings, config if config is not None else AgentConfig())
-        return cls(runtime, adapter, preprocessor, handle_signals=handle_signals)
+        return cls(
+            runtime,
+            adapter,
+            preprocessor,
+            contact_config=contact_config,
+            handle_signals=handle_signals,
+        )
 
     def __repr__(self) -> str:
         return f"Agent(agent_id={self.runtime.agent_id!r}, adapter={type(self.adapter).__name__})"
@@ -280,6 +293,10 @@ class Agent:
                 link = runtime.make_link()
                 self._link = link
                 agent_id = runtime.agent_id
+                contacts: ContactEventHandler | None = None
+
+                def hub_room_id() -> str | None:
+                    return contacts.hub_room_id if contacts is not None else None
 
                 def make_tools(
                     room_id: str, participants: Sequence[ChatParticipant], hooks: TurnHooks
@@ -290,6 +307,7 @@ class Agent:
                         agent_id=agent_id,
                         participants=participants,
                         hooks=hooks,
+                        hub_room_id=hub_room_id(),
                     )
                     return cast(AgentToolsProtocol, tools)
 
@@ -301,6 +319,7 @@ class Agent:
                     preprocessor=self.preprocessor,
                     config=cfg,
                     make_tools=make_tools,
+                    hub_room_id=hub_room_id,
                 )
                 engine = AgentEngine(services, link)
                 self._engine = engine
@@ -309,6 +328,15 @@ class Agent:
                     async with trio.open_nursery() as root:
                         await root.start(link.serve, send)
                         await root.start(engine.serve, recv)
+                        if self.contact_config is not None and self.contact_config.subscribes:
+                            contacts = ContactEventHandler(
+                                config=self.contact_config,
+                                rest=rest,
+                                sink=engine,
+                                state_dir=cfg.resolve_state_dir(agent_id),
+                            )
+                            await self._subscribe_contacts(link, agent_id)
+                            engine.start_contacts(contacts)
                         state.started = True
                         logger.info(
                             "agent %s (%s) serving %d room(s)",
@@ -332,6 +360,13 @@ class Agent:
                     await self._adapter_cleanup()
         finally:
             ledger.close()
+
+    async def _subscribe_contacts(self, link: Any, agent_id: str) -> None:
+        topic = f"agent_contacts:{agent_id}"
+        try:
+            await link.join(topic)
+        except BandError as exc:
+            logger.warning("could not join %s: %s; contact events will be missed", topic, exc)
 
     async def _fetch_me(self, rest: Any) -> Any:
         delays = self.runtime.config.me_retry_delays
@@ -445,6 +480,7 @@ async def open_agent(
     ws_url: str | None = None,
     preprocessor: Preprocessor | None = None,
     config: AgentConfig | None = None,
+    contact_config: ContactEventConfig | None = None,
     handle_signals: bool = False,
 ) -> AsyncIterator[Agent]:
     """Run an agent for the duration of the block.
@@ -465,6 +501,7 @@ async def open_agent(
         ws_url=ws_url,
         preprocessor=preprocessor,
         config=config,
+        contact_config=contact_config,
         handle_signals=handle_signals,
     )
     try:

@@ -19,6 +19,10 @@ import trio
 from band_trio.runtime.control import ControlHandler
 from band_trio.wire.events import (
     AgentControl,
+    ContactAdded,
+    ContactRemoved,
+    ContactRequestReceived,
+    ContactRequestUpdated,
     MessageCreated,
     ParticipantAdded,
     ParticipantRemoved,
@@ -89,6 +93,10 @@ class Dispatcher:
             engine.remove_room(event.id)
         elif isinstance(event, RoomDeleted):
             engine.remove_room(event.room_id)
+        elif isinstance(
+            event, ContactRequestReceived | ContactRequestUpdated | ContactAdded | ContactRemoved
+        ):
+            engine.on_contact_event(event)
         elif isinstance(event, LinkReconnected):
             engine.on_reconnected()
         elif isinstance(event, TopicLost):
@@ -100,7 +108,6 @@ class Dispatcher:
             # The link ends the run with SupersededError when it is terminal.
             logger.warning("supersede received: %s", event.reason)
         else:
-            # Contact events, message_updated, event_created, room_updated, tasks:
-            # not used by the room runtime.
+            # message_updated, event_created, room_updated, tasks: not used here.
             self.ignored += 1
             logger.debug("ignoring %s", type(event).__name__)

@@ -29,12 +29,16 @@ from band_trio.errors import BandError
 from band_trio.runtime.control import ControlHandler
 from band_trio.runtime.dispatcher import Dispatcher
 from band_trio.runtime.room import Room, RoomServices, RoomStatistics
+from band_trio.runtime.types import PlatformMessage
 
 __all__ = ["AgentEngine", "EngineStatistics"]
 
 logger = logging.getLogger("band_trio.runtime.engine")
 
 _LEAVE_TIMEOUT = 5.0
+_CONTACT_BUFFER = 256
+"""Contact events waiting for the contact handler (beyond it they are dropped, counted)."""
+_MAX_HELD_SYNTHETIC = 1000
 
 
 @attrs.frozen
@@ -86,6 +90,10 @@ class AgentEngine:
         self._join_failures = 0
         self._all_done = trio.Event()
         self._all_done.set()
+        self._held_synthetic: dict[str, list[PlatformMessage]] = {}
+        self._contacts: Any = None
+        self._contact_send, self._contact_recv = trio.open_memory_channel[Any](_CONTACT_BUFFER)
+        self._contact_overflows = 0
         self.control = ControlHandler(
             agent_id=services.agent_id, dedupe_size=self._config.control_dedupe_size
         )
@@ -169,6 +177,8 @@ class AgentEngine:
         self._generation += 1
         slot = _RoomSlot(room=Room(room_id, self._svc), generation=self._generation)
         self._rooms[room_id] = slot
+        for message in self._held_synthetic.pop(room_id, ()):
+            slot.room.enqueue_synthetic(message)
         self._all_done = trio.Event()
         self._nursery.start_soon(self._run_room, slot, name=f"room {room_id}")
 
@@ -333,6 +343,58 @@ class AgentEngine:
         """A room topic ended without us leaving it: re-list rooms and rejoin."""
         logger.info("topic %s lost", topic)
         self.on_reconnected(count=False)
+
+    # ------------------------------------------------------------------ contacts (RoomSink)
+
+    def active_room_ids(self) -> list[str]:
+        """The rooms being served now (``RoomSink``)."""
+        return list(self.serving_rooms())
+
+    def inject_system_message(self, room_id: str, text: str) -> None:
+        """Queue ``text`` as ``contacts_msg`` for the room's next turn (``RoomSink``)."""
+        room = self.room(room_id)
+        if room is not None:
+            room.inject_system_message(text)
+
+    def enqueue_synthetic(self, room_id: str, message: PlatformMessage) -> None:
+        """Queue a synthetic hub message; held until the room is served (``RoomSink``)."""
+        room = self.room(room_id)
+        if room is not None:
+            room.enqueue_synthetic(message)
+            return
+        held = self._held_synthetic.setdefault(room_id, [])
+        if len(held) >= _MAX_HELD_SYNTHETIC:
+            logger.warning(
+                "room %s: too many held synthetic messages; dropping the oldest", room_id
+            )
+            del held[0]
+        held.append(message)
+
+    def start_contacts(self, handler: Any) -> None:
+        """Hand contact events to ``handler`` (a ``ContactEventHandler``), in order,
+        in a task of the engine's nursery."""
+        assert self._nursery is not None
+        self._contacts = handler
+        self._nursery.start_soon(self._contacts_loop, handler)
+
+    def on_contact_event(self, event: object) -> None:
+        """Queue a contact event for the handler (never blocks)."""
+        if self._contacts is None:
+            return
+        try:
+            self._contact_send.send_nowait(event)
+        except trio.WouldBlock:
+            self._contact_overflows += 1
+            logger.warning("contact handler is behind; dropped %s", type(event).__name__)
+
+    async def _contacts_loop(self, handler: Any) -> None:
+        try:
+            await handler.start()
+        except BandError as exc:
+            # The handler retries lazily on the first event.
+            logger.warning("contact handling: could not prepare the hub room: %s", exc)
+        async for event in self._contact_recv:
+            await handler.handle(event)
 
     # ------------------------------------------------------------------ shutdown
 

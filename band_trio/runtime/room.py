@@ -35,7 +35,8 @@ import enum
 import logging
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
@@ -59,6 +60,7 @@ from band_trio.runtime.types import (
     AgentToolsProtocol,
     FrameworkAdapter,
     HistoryProvider,
+    PlatformMessage,
     Preprocessor,
     ToolEffect,
     TurnContext,
@@ -95,6 +97,12 @@ MISSING_REPLY_TEXT: Final = (
 
 MISSING_REPLY_LABEL: Final = "turn ended without a reply"
 
+_MAX_SYSTEM_LINES: Final = 100
+"""System lines (contact broadcasts) kept for a room's next turn; oldest dropped."""
+
+_MAX_SYNTHETIC: Final = 1000
+"""Synthetic (contacts hub) messages queued in a room; oldest dropped."""
+
 _SCAN_PAGE_SIZE: Final = 100
 _SCAN_MAX_PAGES: Final = 50
 
@@ -120,6 +128,8 @@ class RoomServices:
         config: the runtime knobs.
         make_tools: builds one turn's tools.
         rng: randomness for the jittered first reconcile (seedable in tests).
+        hub_room_id: the contacts hub room, when there is one (no activity
+            reports there).
     """
 
     agent_id: str
@@ -130,6 +140,7 @@ class RoomServices:
     config: AgentConfig
     make_tools: ToolsFactory
     rng: random.Random = attrs.field(factory=random.Random)
+    hub_room_id: Callable[[], str | None] = lambda: None
 
 
 @attrs.frozen
@@ -213,9 +224,12 @@ InboxItem = MessageCreated | ParticipantAdded | ParticipantRemoved | _Kick
 class _Turn:
     """One running turn; the :class:`~band_trio.runtime.types.TurnHooks` the tools call."""
 
-    def __init__(self, room: Room, message_id: str, attempt: Attempt) -> None:
+    def __init__(
+        self, room: Room, message_id: str, attempt: Attempt, *, synthetic: bool = False
+    ) -> None:
         self._room = room
         self._message_id = message_id
+        self.synthetic = synthetic
         self.attempt = attempt
         self.scope: trio.CancelScope | None = None
         self.aborted: _Abort | None = None
@@ -229,6 +243,8 @@ class _Turn:
         return self._message_id
 
     def reply_sent(self, reply_id: str) -> None:
+        if self.synthetic:
+            return  # no platform message to answer: nothing to journal
         # Durable at once: a crash after this line never yields a second reply.
         self._room._svc.ledger.reply_sent(self._room.room_id, self._message_id, reply_id)
 
@@ -385,6 +401,8 @@ class Room:
         self._turn: _Turn | None = None
         self._schedule: _Schedule | None = None
         self._parked = trio.Event()
+        self._system_lines: deque[str] = deque(maxlen=_MAX_SYSTEM_LINES)
+        self._synthetic: deque[PlatformMessage] = deque(maxlen=_MAX_SYNTHETIC)
         # counters
         self._turns = 0
         self._completed = 0
@@ -460,6 +478,25 @@ class Room:
         if self._schedule is not None:
             self._schedule.set_stopped(False, trio.current_time())
         self.request_resync()
+
+    def inject_system_message(self, text: str) -> None:
+        """Queue a system line for the next turn's ``contacts_msg`` (delivered once,
+        consumed when that turn commits its context)."""
+        if len(self._system_lines) == self._system_lines.maxlen:
+            logger.warning(
+                "room %s: too many pending system lines; dropping the oldest", self.room_id
+            )
+        self._system_lines.append(text)
+
+    def enqueue_synthetic(self, message: PlatformMessage) -> None:
+        """Queue a synthetic message (contacts hub): it runs as a turn with no
+        claim, no lifecycle marks and no activity reports, and is not judged."""
+        if any(m.id == message.id for m in self._synthetic):
+            return
+        if len(self._synthetic) == self._synthetic.maxlen:
+            logger.warning("room %s: synthetic queue full; dropping the oldest", self.room_id)
+        self._synthetic.append(message)
+        self._kick()
 
     def fence(self) -> None:
         """Shutdown: start no new turn (the running one may finish)."""
@@ -545,6 +582,9 @@ class Room:
                 # Parked between steps: cancelling now interrupts no REST call.
                 self._parked.set()
                 await trio.sleep_forever()
+            if self._synthetic and not self._stopped:
+                await self._run_synthetic(self._synthetic[0])
+                continue
             if self._resync_requested:
                 self._resync_requested = False
                 await self._reconcile()
@@ -818,7 +858,7 @@ class Room:
             # flight completes (bounded by the REST client's activity timeout)
             # instead of being torn down mid-request.
             async with trio.open_nursery() as nursery:
-                if cfg.enable_working_state:
+                if cfg.enable_working_state and svc.hub_room_id() != self.room_id:
                     nursery.start_soon(self._keep_working, turn)
                 try:
                     with scope:
@@ -855,11 +895,45 @@ class Room:
             return _Result.MISSING_REPLY, None
         return _Result.SUCCESS, None
 
-    async def _invoke(self, turn: _Turn, ev: MessageCreated, history: HistoryProvider) -> bool:
+    async def _run_synthetic(self, message: PlatformMessage) -> None:
+        """One synthetic turn: no claim, no marks, no activity, not judged."""
+        turn = _Turn(self, message.id, Attempt(1, 1), synthetic=True)
+        self._turn = turn
+        self._turns += 1
+        try:
+            with trio.CancelScope() as scope:
+                turn.scope = scope
+                if self._svc.config.turn_timeout is not None:
+                    scope.deadline = trio.current_time() + self._svc.config.turn_timeout
+                try:
+                    await self._invoke(turn, message, HistoryProvider())
+                except InputNotAccepted:
+                    # Kept at the head: tried again at the next reconcile.
+                    self._resync_requested = False
+                    assert self._schedule is not None
+                    self._schedule.after(_Drain.RETRY, trio.current_time())
+                    return
+                except Exception:
+                    self._failures += 1
+                    logger.exception("room %s: synthetic turn %s failed", self.room_id, message.id)
+            if scope.cancelled_caught and turn.aborted is _Abort.STOP:
+                return  # stopped: replayed after play
+        finally:
+            self._turn = None
+            turn.done.set()
+        if self._synthetic and self._synthetic[0] is message:
+            self._synthetic.popleft()
+            self._completed += 1
+
+    async def _invoke(
+        self, turn: _Turn, ev: MessageCreated | PlatformMessage, history: HistoryProvider
+    ) -> bool:
         svc = self._svc
         roster = self._roster
         participants_msg = render_participants_msg(roster) if roster.changed else None
         snapshot = roster.snapshot()
+        lines = list(self._system_lines)
+        contacts_msg = "\n".join(lines) if lines else None
 
         def make_tools() -> AgentToolsProtocol:
             return svc.make_tools(self.room_id, roster.participants, turn)
@@ -870,7 +944,7 @@ class Room:
             make_tools=make_tools,
             history=history,
             participants_msg=participants_msg,
-            contacts_msg=None,
+            contacts_msg=contacts_msg,
             is_session_bootstrap=self._bootstrap,
         )
         inp = svc.preprocessor.process(ctx, ev, svc.agent_id)
@@ -882,14 +956,18 @@ class Room:
             # Context stays owed: the next attempt is a bootstrap again.
             raise
         except Exception:
-            self._commit(snapshot)
+            self._commit(snapshot, len(lines))
             raise
-        self._commit(snapshot)
+        self._commit(snapshot, len(lines))
         return True
 
-    def _commit(self, snapshot: Any) -> None:
+    def _commit(self, snapshot: Any, delivered_lines: int) -> None:
+        """The commit rule (runtime.md §2.7): bootstrap over, the delivered roster
+        and exactly the delivered system lines are no longer owed."""
         self._bootstrap = False
         self._roster.commit(snapshot)
+        for _ in range(min(delivered_lines, len(self._system_lines))):
+            self._system_lines.popleft()
 
     async def _keep_working(self, turn: _Turn) -> None:
         """Report ``working: true`` now and every keep-alive until the turn ends.

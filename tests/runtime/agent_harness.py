@@ -157,6 +157,7 @@ class Scene:
         config: AgentConfig | None = None,
         *,
         rest_options: dict[str, Any] | None = None,
+        contact_config: Any = None,
     ) -> Agent:
         """An agent for the scene's demo agent; REST retries are fast (tests)."""
         settings = AgentSettings(
@@ -170,7 +171,7 @@ class Scene:
         runtime = PlatformRuntime(
             settings, config if config is not None else fast_config(), rest_options=options
         )
-        return Agent(runtime, adapter, handle_signals=False)
+        return Agent(runtime, adapter, contact_config=contact_config, handle_signals=False)
 
     async def new_room(self, *, with_agent: bool = True, title: str = "test room") -> str:
         room = await self.human.create_room(title=title)
