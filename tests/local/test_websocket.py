@@ -499,3 +499,60 @@ async def test_a_socket_that_falls_behind_is_disconnected(
 async def _read_until_closed(ws: Any) -> None:
     while True:
         await ws.get_message()
+
+
+async def test_message_updated_reaches_agents_when_asked() -> None:
+    from band_trio.local import open_local_platform
+    from tests.local.helpers import agent_http
+
+    async with open_local_platform(agent_message_updates=True) as platform:
+        demo = platform.agents[0]
+        async with (
+            HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human,
+            agent_http(platform, demo) as agent,
+        ):
+            with trio.fail_after(IO_DEADLINE):
+                room = (await human.create_room("r"))["id"]
+                await human.add_participant(room, demo.id)
+                async with open_phoenix(platform, demo.api_key, demo.id) as ws:
+                    client = PhoenixClient(ws)
+                    await client.join(f"chat_room:{room}")
+                    sent = await human.post_message(room, "q", [demo.handle])
+                    assert (await client.recv())[3] == "message_created"
+                    await agent.post(f"/chats/{room}/messages/{sent['id']}/processing")
+                    update = await client.recv()
+                    assert update[3] == "message_updated"
+                    assert update[4]["id"] == sent["id"]
+                    assert (
+                        update[4]["metadata"]["delivery_status"][demo.id]["status"] == "processing"
+                    )
+
+
+async def test_user_topics_room_added_and_tasks(
+    band_platform: LocalPlatform, human: HumanClient, room: str, demo: AgentCredentials
+) -> None:
+    from tests.local.helpers import agent_http
+
+    bob = band_platform.create_user("Bob", "bob")
+    async with HumanClient(base_url=band_platform.rest_url, api_key=bob.api_key) as bob_client:
+        with trio.fail_after(IO_DEADLINE):
+            request = await bob_client.send_contact_request(band_platform.user.handle)
+            await human.approve_contact_request(request["id"])
+            async with open_phoenix(band_platform, bob.api_key) as ws:
+                client = PhoenixClient(ws)
+                rooms_ref, _ = await client.join(f"user_rooms:{bob.id}")
+                tasks_ref, _ = await client.join(f"tasks:{bob.id}")
+                # a user cannot join another user's topics or an agent's
+                assert (await client.join(f"tasks:{band_platform.user.id}"))[1][4][
+                    "status"
+                ] == "error"
+                assert (await client.join(f"agent_rooms:{demo.id}"))[1][4]["status"] == "error"
+                await human.add_participant(room, bob.id)
+                added = await client.recv()
+                assert added[:4] == [rooms_ref, None, f"user_rooms:{bob.id}", "room_added"]
+                assert added[4]["id"] == room
+                async with agent_http(band_platform, demo) as agent:
+                    await agent.post(f"/chats/{room}/tasks", json={"subject": "plan"})
+                created = await client.recv()
+                assert created[:4] == [tasks_ref, None, f"tasks:{bob.id}", "task_created"]
+                assert created[4]["subject"] == "plan"
