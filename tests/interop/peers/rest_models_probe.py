@@ -501,6 +501,35 @@ def run(config: dict[str, Any]) -> int:
         "get R1",
         lambda: hc.get_my_chat_room(get("r1"), include="message_counts"),
     )
+    probe.step(
+        "GET /api/v1/me/chats",
+        "wrong key -> 401",
+        lambda: probe.client("not-a-key").human_api_chats.list_my_chats(),
+        expect="error",
+        statuses=(401,),
+    )
+    foreign = probe.step(
+        "POST /api/v1/me/chats",
+        "a room without A",
+        lambda: hc.create_my_chat_room(chat=CreateMyChatRoomRequestChat(title=f"private {tag}")),
+    )
+    state["foreign"] = data(foreign).id if data(foreign) else None
+    probe.step(
+        "GET /api/v1/agent/chats/{chat_id}/participants",
+        "room A is not in -> 404/403",
+        lambda: a.agent_api_participants.list_agent_chat_participants(get("foreign")),
+        expect="error",
+        statuses=(403, 404),
+    )
+    probe.step(
+        "POST /api/v1/agent/chats/{chat_id}/messages",
+        "room A is not in -> 404/403",
+        lambda: a.agent_api_messages.create_agent_chat_message(
+            get("foreign"), message=ChatMessageRequest(content="hi", mentions=[mention(user["id"])])
+        ),
+        expect="error",
+        statuses=(403, 404),
+    )
     probe.step("GET /api/v1/me/peers", "list", lambda: human.human_api_peers.list_my_peers())
     probe.step(
         "GET /api/v1/me/peers",
