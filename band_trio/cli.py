@@ -95,10 +95,24 @@ async def _serve_platform(args: argparse.Namespace) -> None:
 def _run_platform(args: argparse.Namespace) -> int:
     try:
         trio.run(_serve_platform, args)
+    except KeyboardInterrupt:  # Ctrl+C before the signal handler was installed
+        return 0
     except OSError as exc:
         print(f"band-trio platform: {exc}", file=sys.stderr)
         return 1
+    except BaseExceptionGroup as group:
+        errors, others = group.split(OSError)
+        if errors is None or others is not None:
+            raise
+        print(f"band-trio platform: {_first_leaf(errors)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
 
 
 def _add_demo(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

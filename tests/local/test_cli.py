@@ -110,3 +110,17 @@ async def test_band_platform_fixture_is_serving(band_platform: LocalPlatform) ->
             )
     assert response.status_code == 200
     assert band_platform.ws_url.startswith("ws://127.0.0.1:")
+
+
+async def test_platform_on_a_busy_port_exits_one(band_platform: LocalPlatform) -> None:
+    port = band_platform.rest_url.rsplit(":", 1)[1]
+    with trio.fail_after(STARTUP_DEADLINE):
+        result = await trio.run_process(
+            _command("platform", "--port", port, "--json"),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert b"band-trio platform:" in result.stderr
