@@ -261,3 +261,53 @@ async def test_official_sdk_follows_roster_and_room_changes(
     finally:
         with trio.CancelScope(shield=True):
             await human.aclose()
+
+
+async def test_official_sdk_drains_a_backlog_then_a_burst_in_order(
+    band_platform: Any, band_sdk_venv_python: Path, tmp_path: Path
+) -> None:
+    # Ten messages per room wait before the agent starts (the /next backlog,
+    # oldest first), ten more arrive as fast as the human can post them (the
+    # push path under load): each is answered once, in posting order per room.
+    platform = band_platform
+    agent = platform.register_agent("SDK Backlog", "Echo agent with a queue")
+    human = Human(platform.rest_url, platform.user.api_key)
+    triggers: list[Trigger] = []
+    per_round = 10
+    try:
+        with trio.fail_after(DEADLINE):
+            rooms = await make_rooms(human, agent.id, 2)
+            for n in range(per_round):
+                triggers += await post_round(human, agent.id, agent.handle, rooms, f"backlog{n}")
+            async with running_sdk_echo(band_sdk_venv_python, platform, agent, tmp_path) as peer:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(peer.fail_if_exits)
+                    topics = all_topics(agent.id, rooms)
+                    await platform.wait_for(lambda: topics <= platform.hub.joined_topics(agent.id))
+                    for n in range(per_round):
+                        triggers += await post_round(
+                            human, agent.id, agent.handle, rooms, f"burst{n}"
+                        )
+                    await platform.wait_for(
+                        lambda: all(settled(platform, agent.id, t) for t in triggers)
+                    )
+                    nursery.cancel_scope.cancel()
+
+                assert exactly_once_problems(platform, agent.id, triggers) == []
+                for room in rooms:
+                    posted = [t.token for t in triggers if t.room_id == room]
+                    answered = [
+                        token
+                        for m in platform.state.rooms[room].messages
+                        if m.sender_id == agent.id
+                        for token in posted
+                        if token in m.content
+                    ]
+                    assert answered == posted
+                assert peer.rejected_frames() == []
+    except Exception:
+        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()
