@@ -15,7 +15,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
-from band_trio.errors import BandConfigError
+from band_trio.errors import APIStatusError, BandConfigError
 from band_trio.local._input import invalid, not_found
 from band_trio.local.app import WS_PATH, BandApp
 from band_trio.local.faults import FaultInjector
@@ -320,13 +320,11 @@ class LocalPlatform:
             else:
                 try:
                     self._delete_agent(user, ident, force=force)
-                except Exception as exc:  # a typed APIStatusError from the checks above
-                    code = getattr(exc, "code", None)
+                except APIStatusError as exc:
+                    known = exc.code in ("not_found", "execution_history_exists")
                     error = {
-                        "code": code
-                        if code in ("not_found", "execution_history_exists")
-                        else "delete_failed",
-                        "message": getattr(exc, "message", None) or "delete failed",
+                        "code": exc.code if known else "delete_failed",
+                        "message": exc.message or "delete failed",
                     }
             results.append(
                 {

@@ -445,3 +445,28 @@ async def test_rename_pushes_room_updated_to_users(
             frame = await client.recv()
             assert frame[:4] == [ref, None, f"user_rooms:{owner.id}", "room_updated"]
             assert frame[4]["title"] == "New name"
+
+
+async def test_bulk_delete_agents_reports_each_result(
+    band_platform: LocalPlatform, human: HumanClient, room: str, demo: AgentCredentials
+) -> None:
+    spare = await human.register_agent("Spare", "no history")
+    with trio.fail_after(IO_DEADLINE):
+        await human.post_message(room, "work", [demo.handle])
+        async with user_http(band_platform) as client:
+            job = (
+                await client.post("/agents/bulk-delete", json={"ids": [demo.id, spare.id, "ghost"]})
+            ).json()["data"]
+    assert (job["resource_type"], job["status"], job["total"], job["succeeded"], job["failed"]) == (
+        "agent",
+        "completed",
+        3,
+        1,
+        2,
+    )
+    by_id = {r["id"]: r for r in job["results"]}
+    assert by_id[spare.id]["status"] == "succeeded"
+    assert by_id[demo.id]["error"]["code"] == "execution_history_exists"
+    assert by_id["ghost"]["error"]["code"] == "not_found"
+    assert spare.id not in band_platform.state.agents
+    assert demo.id in band_platform.state.agents
