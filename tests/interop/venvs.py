@@ -35,8 +35,7 @@ def ensure_venv(name: str, requirements: tuple[str, ...]) -> Path:
     interrupted install is redone from scratch next time.
 
     Raises:
-        subprocess.CalledProcessError: pip failed (e.g. the package index is
-            unreachable).
+        RuntimeError: pip failed (e.g. the package index is unreachable).
     """
     with _lock:
         if name in _ready:
@@ -50,29 +49,38 @@ def ensure_venv(name: str, requirements: tuple[str, ...]) -> Path:
             fcntl.flock(lock_file, fcntl.LOCK_EX)
             if not (python.exists() and marker.exists() and marker.read_text() == wanted):
                 venv.EnvBuilder(with_pip=True, clear=True).create(root)
-                subprocess.run(
-                    [
-                        str(python),
-                        "-m",
-                        "pip",
-                        "install",
-                        "--quiet",
-                        "--disable-pip-version-check",
-                        *requirements,
-                    ],
-                    check=True,
-                    timeout=600,
-                )
+                try:
+                    subprocess.run(
+                        [
+                            str(python),
+                            "-m",
+                            "pip",
+                            "install",
+                            "--quiet",
+                            "--disable-pip-version-check",
+                            *requirements,
+                        ],
+                        check=True,
+                        timeout=600,
+                    )
+                except subprocess.CalledProcessError as exc:
+                    raise RuntimeError(
+                        f"could not install {' '.join(requirements)} into {root} "
+                        f"(pip exited with {exc.returncode}); the interop tests need the "
+                        "package index once, then reuse the venv"
+                    ) from exc
                 marker.write_text(wanted)
         _ready[name] = python
         return python
 
 
 def band_sdk_python() -> Path:
+    """The python of the venv holding the official ``band-sdk``."""
     return ensure_venv("band-sdk", BAND_SDK)
 
 
 def band_client_rest_python() -> Path:
+    """The python of the venv holding the official ``band-client-rest``."""
     return ensure_venv("band-client-rest", BAND_CLIENT_REST)
 
 
