@@ -5,6 +5,8 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import pytest
 import trio
@@ -353,3 +355,30 @@ async def test_statistics_snapshot_is_frozen(band_platform) -> None:  # type: ig
                 with pytest.raises(AttributeError):
                     stats.turns = 5  # type: ignore[misc]
             assert not agent.statistics().serving
+
+
+async def test_api_key_never_reaches_the_logs(
+    band_platform, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    """Keys never logged: a full run at DEBUG, a failing turn and a dropped socket."""
+
+    async def fail_once(
+        adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
+    ) -> None:
+        if len(adapter.calls) == 1:
+            raise RuntimeError("boom")
+        await tools.send_message(f"echo: {msg.content}", [msg.sender_id])
+
+    caplog.set_level(logging.DEBUG)
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            agent = s.make_agent(RecordingAdapter(fail_once))
+            async with serving(agent):
+                mid = await s.post(room_id, "log me")
+                await wait_until(lambda: s.processed(room_id, mid))
+                await band_platform.drop_agent_sockets(s.agent_id)
+                await wait_until(lambda: agent.statistics().reconnects >= 1)
+            assert s.agent_key not in caplog.text
+            assert "room " in caplog.text  # room ids are logged
+            assert s.agent_key not in repr(agent.runtime.settings)
