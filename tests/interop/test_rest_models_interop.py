@@ -1,9 +1,10 @@
 """Issue 2, item 12: every REST response of the local platform parses with the
 official generated models of ``band-client-rest``.
 
-The probe (``peers/rest_models_probe.py``) runs in the band-client-rest venv
-and talks to a LocalPlatform served in this test's nursery; it prints one JSON
-line per call. The platform description (with its API keys) travels in the
+The probe (``peers/rest_models_probe.py``) runs in a peer venv, with the
+current band-client-rest (0.0.51) and with the one band-sdk 6.0.1 pins (0.0.46),
+and talks to a LocalPlatform served in this test's nursery (or started by
+``band-trio platform --json``); it prints one JSON line per call. The platform description (with its API keys) travels in the
 environment, never on a command line.
 """
 
@@ -21,6 +22,7 @@ import trio
 
 from tests.interop.conftest import PEERS, describe_platform, json_lines, peer_env
 from tests.interop.peers.endpoints import AGENT_ENDPOINTS, HUMAN_ENDPOINTS
+from tests.interop.venvs import band_client_rest_python, band_sdk_python
 
 pytestmark = pytest.mark.interop
 
@@ -47,10 +49,23 @@ def report(lines: list[dict[str, Any]], stderr: str) -> str:
     return f"{len(bad)} of {len(lines)} calls failed:\n{text}\nprobe stderr:\n{stderr[-4000:]}"
 
 
+#: Which band-client-rest each peer venv holds: the current release, and the
+#: one band-sdk 6.0.1 pins (the models the official agent really parses with).
+CLIENT_VERSIONS = {"band-client-rest": "0.0.51", "band-sdk": "0.0.46"}
+
+
+@pytest.fixture(params=sorted(CLIENT_VERSIONS))
+async def probe_venv(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    make = band_client_rest_python if request.param == "band-client-rest" else band_sdk_python
+    return request.param, await trio.to_thread.run_sync(make)
+
+
 async def test_every_endpoint_parses_with_the_official_models(
-    band_platform: Any, rest_models_python: Path
+    band_platform: Any, probe_venv: tuple[str, Path]
 ) -> None:
-    returncode, lines, stderr = await run_probe(rest_models_python, band_platform)
+    venv_name, python = probe_venv
+    returncode, lines, stderr = await run_probe(python, band_platform)
+    assert f"band-client-rest {CLIENT_VERSIONS[venv_name]}:" in stderr, stderr[-4000:]
 
     assert lines, f"the probe printed nothing (exit {returncode}):\n{stderr[-4000:]}"
     assert all(line["ok"] for line in lines), report(lines, stderr)

@@ -28,7 +28,10 @@ API keys never appear in the output.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
+import importlib.metadata
+import inspect
 import json
 import os
 import re
@@ -89,12 +92,20 @@ class _NoRetry:
         attr = getattr(self._target, name)
         if callable(attr):
 
+            @functools.wraps(attr)  # keeps the signature for `supported`
             def call(*args: Any, **kwargs: Any) -> Any:
                 kwargs.setdefault("request_options", REQUEST_OPTIONS)
                 return attr(*args, **kwargs)
 
             return call
         return _NoRetry(attr)
+
+
+def supported(method: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
+    """The keyword arguments this version of the client accepts (band-sdk 6.0.1
+    pins band-client-rest 0.0.46, which lacks a few query parameters of 0.0.51)."""
+    params = inspect.signature(method).parameters
+    return {k: v for k, v in kwargs.items() if k in params}
 
 
 # ---------------------------------------------------------------- raw checks
@@ -499,7 +510,9 @@ def run(config: dict[str, Any]) -> int:
     probe.step(
         "GET /api/v1/me/chats/{id}",
         "get R1",
-        lambda: hc.get_my_chat_room(get("r1"), include="message_counts"),
+        lambda: hc.get_my_chat_room(
+            get("r1"), **supported(hc.get_my_chat_room, include="message_counts")
+        ),
     )
     probe.step(
         "GET /api/v1/me/chats",
@@ -552,7 +565,9 @@ def run(config: dict[str, Any]) -> int:
     probe.step(
         "GET /api/v1/agent/chats",
         "include participants",
-        lambda: a.agent_api_chats.list_agent_chats(include="participants"),
+        lambda: a.agent_api_chats.list_agent_chats(
+            **supported(a.agent_api_chats.list_agent_chats, include="participants")
+        ),
     )
     r2 = probe.step(
         "POST /api/v1/agent/chats",
@@ -1349,7 +1364,11 @@ def run(config: dict[str, Any]) -> int:
                     None,
                 )
             )
-    print(f"probe: {len(probe.lines)} calls, {probe.failures} failed", file=sys.stderr)
+    version = importlib.metadata.version("band-client-rest")
+    print(
+        f"probe: band-client-rest {version}: {len(probe.lines)} calls, {probe.failures} failed",
+        file=sys.stderr,
+    )
     return 1 if probe.failures else 0
 
 
