@@ -73,6 +73,7 @@ EVENT_TYPES = ("tool_call", "tool_result", "thought", "error", "task", "attentio
 ROLES = ("owner", "admin", "member")
 ATTENTION_KINDS = ("question", "assumption", "failure", "review")
 ACTIVITY_KINDS = ("reasoning", "tool_call", "memory", "permission")
+ACTIVITY_TTL = 10.0  # seconds a working:true report stays in effect
 FEATURE_FLAGS = {"ff_file_transfer": True, "ff_room_tasks": True}
 
 _TOKEN_RE = re.compile(r"@\[\[([^\[\]\s]+)\]\]")
@@ -355,9 +356,10 @@ class PlatformState:
         out = self.room_json(room)
         agents = [self.agents[pid] for pid in room.members if pid in self.agents]
         last = room.messages[-1].inserted_at if room.messages else None
+        now = self.clock()
         if any(agent_id in room.stopped for agent_id in room.members):
             work_status = "stopped"
-        elif any(r.get("working") for r in room.activity.values()):
+        elif any(now - r["at"] < ACTIVITY_TTL for r in room.activity.values()):
             work_status = "working"
         else:
             work_status = "idle"

@@ -348,3 +348,25 @@ async def test_activity_validation(agent: httpx.AsyncClient, room: str) -> None:
             ),
             422,
         )
+
+
+def test_working_status_expires_after_the_activity_ttl() -> None:
+    from band_trio.local._input import Obj
+    from band_trio.local.store import ACTIVITY_TTL, PlatformState
+
+    now = [100.0]
+    state = PlatformState(clock=lambda: now[0])
+    user = state.create_user("Ann", "ann")
+    agent = state.register_agent(user, "Bot", "b")
+    room = state.create_room(user, None)
+    state.add_participant(user, room.id, Obj({"participant": {"participant_id": agent.id}}))
+    assert state.me_room_json(room, user)["work_status"] == "idle"
+    assert state.report_activity(agent, room.id, Obj({"working": True})) == {"working": True}
+    assert state.me_room_json(room, user)["work_status"] == "working"
+    now[0] += ACTIVITY_TTL + 0.1
+    assert state.me_room_json(room, user)["work_status"] == "idle"
+    state.report_activity(agent, room.id, Obj({"working": True}))
+    state.report_activity(agent, room.id, Obj({"working": False}))
+    assert state.me_room_json(room, user)["work_status"] == "idle"
+    state.control(agent.id, "stop", room_id=room.id)
+    assert state.me_room_json(room, user)["work_status"] == "stopped"
