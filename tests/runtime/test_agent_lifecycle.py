@@ -13,7 +13,7 @@ import trio
 
 import band_trio
 from band_trio.agent import Agent, open_agent
-from band_trio.errors import AuthenticationError, BandConfigError
+from band_trio.errors import AuthenticationError, BandConfigError, SupersededError
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.platform import PlatformRuntime
 from band_trio.runtime.types import AgentToolsProtocol, PlatformMessage
@@ -382,3 +382,33 @@ async def test_api_key_never_reaches_the_logs(
             assert s.agent_key not in caplog.text
             assert "room " in caplog.text  # room ids are logged
             assert s.agent_key not in repr(agent.runtime.settings)
+
+
+async def test_superseded_agent_stops_with_one_typed_error(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """§8.28 (deliberately different, docs/differences.rst): a newer connection
+    evicts ours; serve() shuts down and raises SupersededError, not a group."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            old_adapter = RecordingAdapter()
+            old = s.make_agent(old_adapter)
+            errors: list[BaseException] = []
+
+            async def run_old(
+                task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+            ) -> None:
+                try:
+                    await old.serve(task_status=task_status)
+                except SupersededError as exc:
+                    errors.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                await nursery.start(run_old)
+                new_adapter = RecordingAdapter()
+                async with serving(s.make_agent(new_adapter)):
+                    await wait_until(lambda: bool(errors))
+                    mid = await s.post(room_id, "for the new one")
+                    await wait_until(lambda: s.processed(room_id, mid))
+            assert isinstance(errors[0], SupersededError)
+            assert old_adapter.cleanups == [room_id]
+            assert [c.msg.id for c in new_adapter.calls] == [mid]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import sys
 
+import pytest
 import trio
 
 from band_trio.demo import DEMO_MESSAGES, run_demo
@@ -27,3 +29,18 @@ async def test_demo_reports_failure_when_no_answer_comes() -> None:
     with trio.fail_after(30):
         status = await run_demo(messages=("one",), out=out, reply_timeout=0.0)
     assert status == 1
+
+
+@pytest.mark.slow
+async def test_band_trio_demo_command_exits_zero() -> None:
+    """The first command of the README, as a real process."""
+    with trio.fail_after(60):
+        result = await trio.run_process(
+            [sys.executable, "-m", "band_trio.cli", "demo"],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    out = result.stdout.decode()
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert f"{len(DEMO_MESSAGES)} of {len(DEMO_MESSAGES)} messages answered" in out

@@ -224,3 +224,32 @@ async def test_fifty_rooms_while_one_is_slow(band_platform) -> None:  # type: ig
             for r in rooms[1:]:
                 s.assert_exactly_once(r, posted[r])
             s.assert_exactly_once(rooms[0], {slow_id: slow_word})
+
+
+async def test_failed_for_good_is_remembered_after_a_restart(band_platform, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Beats runtime.md §9.7: a poison message is not retried once per process start."""
+
+    async def behaviour(
+        adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
+    ) -> None:
+        if "poison" in msg.content:
+            raise ValueError("bad input")
+        await echo(adapter, msg, tools)
+
+    config = fast_config(state_dir=tmp_path, max_attempts=1)
+    with trio.fail_after(40):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            poison_id = await s.post(room_id, token("poison"))
+            first = RecordingAdapter(behaviour)
+            async with serving(s.make_agent(first, config)):
+                await wait_until(lambda: len(s.agent_events(room_id, "error")) == 1)
+            second = RecordingAdapter(behaviour)
+            async with serving(s.make_agent(second, config)):
+                posted = await _post_all(s, room_id, 2)
+                await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
+            assert len(first.calls) == 1
+            assert all("poison" not in c.msg.content for c in second.calls)
+            assert s.status(room_id, poison_id) == "failed"
+            assert len(s.agent_events(room_id, "error")) == 1
+            s.assert_exactly_once(room_id, posted)
