@@ -1,0 +1,130 @@
+"""AgentConfig knobs and small lifecycle rules, end to end (runtime.md §8.5,
+§8.35, §8.43, §8.59, §8.60, §8.93)."""
+
+from __future__ import annotations
+
+import httpx
+import trio
+
+from band_trio.wire.events import MessageCreated, MessageMetadata
+
+from .agent_harness import RecordingAdapter, fast_config, scene, serving, token, wait_until
+
+
+class Counting(httpx.AsyncHTTPTransport):
+    """Counts requests per path suffix (``context``, ``activity``, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return await super().handle_async_request(request)
+
+    def count(self, suffix: str) -> int:
+        return sum(1 for p in self.paths if p.endswith(suffix))
+
+
+async def test_me_rate_limits_are_waited_out(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """§8.5: GET /agent/me answered 429 is retried (beyond the REST client's own
+    retries) before the agent starts."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            fault = band_platform.faults.add("GET", r"/api/v1/agent/me$", 429, 6, retry_after=0.01)
+            agent = s.make_agent(RecordingAdapter(), fast_config(me_retry_delays=(0.01,) * 5))
+            async with serving(agent):
+                assert agent.agent_name is not None
+            assert fault.hits == 6
+
+
+async def test_hydration_off_and_no_activity_reports(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """§8.59: no context call, empty history, participants still loaded;
+    §8.93: enable_working_state=False sends no activity reports."""
+    transport = Counting()
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = RecordingAdapter()
+            config = fast_config(enable_context_hydration=False, enable_working_state=False)
+            agent = s.make_agent(adapter, config, rest_options={"transport": transport})
+            async with serving(agent):
+                mid = await s.post(room_id, token())
+                await wait_until(lambda: s.processed(room_id, mid))
+            (call,) = adapter.calls
+            assert call.is_session_bootstrap
+            assert len(call.history) == 0
+            assert call.participants_msg is not None
+            assert transport.count("/context") == 0
+            assert transport.count("/activity") == 0
+            assert transport.count("/participants") >= 1
+
+
+async def test_history_failure_gives_an_empty_history(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """§8.60: the turn proceeds with an empty history when the context call fails."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            band_platform.faults.add("GET", r"/context$", 404, 1)
+            adapter = RecordingAdapter()
+            async with serving(s.make_agent(adapter)):
+                word = token()
+                mid = await s.post(room_id, word)
+                await wait_until(lambda: s.processed(room_id, mid))
+            (call,) = adapter.calls
+            assert call.is_session_bootstrap
+            assert len(call.history) == 0
+            s.assert_exactly_once(room_id, {mid: word})
+
+
+async def test_no_error_event_when_failures_are_not_reported(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """§8.43: report_turn_failures=False marks the message failed, posts nothing."""
+
+    async def boom(adapter: RecordingAdapter, msg: object, tools: object) -> None:
+        raise RuntimeError("boom")
+
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            agent = s.make_agent(
+                RecordingAdapter(boom), fast_config(max_attempts=1, report_turn_failures=False)
+            )
+            async with serving(agent):
+                mid = await s.post(room_id, "fails")
+                await wait_until(lambda: s.status(room_id, mid) == "failed")
+                await wait_until(lambda: agent.statistics().failed_for_good == 1)
+            assert s.agent_events(room_id, "error") == []
+            assert [a.error for a in s.delivery(room_id, mid).attempts] == ["RuntimeError"]
+
+
+async def test_platform_processed_status_is_trusted(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """§8.35: a message whose delivery status says processed (here: handled by
+    an earlier process whose ledger is gone) is skipped without a claim."""
+    transport = Counting()
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            async with serving(s.make_agent(RecordingAdapter())):
+                mid = await s.post(room_id, token())
+                await wait_until(lambda: s.processed(room_id, mid))
+            stored = s.room_state(room_id).by_id[mid]
+            adapter = RecordingAdapter()
+            agent = s.make_agent(adapter, rest_options={"transport": transport})
+            async with serving(agent):
+                room = agent._engine.room(room_id)  # type: ignore[union-attr]
+                assert room is not None
+                replay = MessageCreated(
+                    room_id=room_id,
+                    id=mid,
+                    content=stored.content,
+                    message_type="text",
+                    sender_id=stored.sender_id,
+                    sender_type="User",
+                    inserted_at=stored.inserted_at,
+                    updated_at=stored.updated_at,
+                    metadata=MessageMetadata(delivery_status={s.agent_id: {"status": "processed"}}),
+                )
+                assert room.deliver(replay)
+                await wait_until(lambda: room.statistics().skipped == 1)
+            assert adapter.calls == []
+            assert transport.count("/processing") == 0
