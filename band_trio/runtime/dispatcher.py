@@ -100,8 +100,7 @@ class Dispatcher:
         elif isinstance(event, LinkReconnected):
             engine.on_reconnected()
         elif isinstance(event, TopicLost):
-            if event.topic.startswith(("chat_room:", "room_participants:")):
-                engine.on_topic_lost(event.topic)
+            engine.on_topic_lost(event.topic)
         elif isinstance(event, EventRejected):
             self.rejected += 1
         elif isinstance(event, Supersede):

@@ -340,9 +340,29 @@ class AgentEngine:
             logger.warning("room %s: rejoin failed: %s", room_id, exc)
 
     def on_topic_lost(self, topic: str) -> None:
-        """A room topic ended without us leaving it: re-list rooms and rejoin."""
-        logger.info("topic %s lost", topic)
+        """A topic ended without us leaving it (``phx_close``, a refused rejoin).
+
+        An agent-level topic (``agent_control:``, ``agent_rooms:``, ``agent_contacts:``) is joined
+        again with backoff; for rooms, the re-listing below rejoins the rooms
+        the agent is still in and retires the others. Either way the rooms are
+        re-listed and resynced, since pushes may have been missed.
+        """
+        logger.warning("topic %s lost; recovering", topic)
+        if not self._accepting or self._nursery is None:
+            return
+        if topic.startswith(("agent_control:", "agent_rooms:", "agent_contacts:")):
+            self._nursery.start_soon(self._rejoin_topic, topic)
         self.on_reconnected(count=False)
+
+    async def _rejoin_topic(self, topic: str) -> None:
+        for delay in (0.0, *self._config.join_retry_delays):
+            await trio.sleep(delay)
+            try:
+                await self._link.join(topic)
+            except BandError as exc:
+                logger.warning("rejoining %s failed: %s", topic, exc)
+                continue
+            return
 
     # ------------------------------------------------------------------ contacts (RoomSink)
 

@@ -128,3 +128,24 @@ async def test_a_room_added_twice_is_joined_once(autojump_clock: trio.testing.Mo
         assert link.attempts["r1"] == [link.attempts["r1"][0]]
         assert set(engine.serving_rooms()) == {"r1"}
         nursery.cancel_scope.cancel()
+
+
+async def test_lost_topics_are_joined_again(autojump_clock: trio.testing.MockClock) -> None:
+    """A topic closed by the platform is not silently forgotten: agent topics
+    are rejoined, rooms are re-listed and rejoined (beats runtime.md §9.17)."""
+    from band_trio.wire.link import TopicLost
+
+    rest = RoomsRest(["r1"])
+    link = FakeLink({})
+    engine = make_engine(rest, link)
+    send, recv = trio.open_memory_channel[Any](10)
+    async with send, trio.open_nursery() as nursery:
+        await nursery.start(engine.serve, recv)
+        link.joined.discard("chat_room:r1")
+        engine.dispatcher.dispatch(TopicLost("chat_room:r1", "phx_close"))
+        engine.dispatcher.dispatch(TopicLost(f"agent_rooms:{AGENT}", "phx_close"))
+        await trio.sleep(10)
+        assert "chat_room:r1" in link.joined
+        assert f"agent_rooms:{AGENT}" in link.joined
+        assert set(engine.serving_rooms()) == {"r1"}
+        nursery.cancel_scope.cancel()
