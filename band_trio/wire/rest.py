@@ -486,6 +486,9 @@ class RestClient:
             details = err.get("details") if isinstance(err.get("details"), dict) else None
         elif isinstance(err, str):
             message = self._redact(err)
+        elif isinstance(payload, str):
+            # A bare JSON string body (the declared 416 body of the file download).
+            message = self._redact(payload)
         return error_for_status(response.status_code)(
             response.status_code,
             code=code,

@@ -217,8 +217,11 @@ async def test_files(world: World) -> None:
         assert attachment.sha256 == hashlib.sha256(data).hexdigest()
         assert await rest.download_file(room_id, attachment.id) == data
         assert await rest.download_file(room_id, attachment.id, byte_range="bytes=0-4") == b"hello"
-        with pytest.raises(RangeNotSatisfiableError):
+        with pytest.raises(RangeNotSatisfiableError) as unsatisfiable:
             await rest.download_file(room_id, attachment.id, byte_range="bytes=999-1000")
+        # The declared 416 body is a bare JSON string; its text becomes the message.
+        assert unsatisfiable.value.message is not None
+        assert "range not satisfiable" in unsatisfiable.value.message
         with pytest.raises(NotFoundError):
             await rest.download_file(room_id, "00000000-0000-0000-0000-000000000000")
 
