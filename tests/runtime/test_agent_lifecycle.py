@@ -35,7 +35,7 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 #  79 test_control_signals                 80 test_control_signals   81 implemented
 #  82 structural (applied synchronously in arrival order)
 #  83, 85, 86, 87 test_control_signals     84 differs   88 test_room_timing
-#  89 test_room_recovery (403)             90 implemented (activity echo), untested
+#  89 test_room_recovery (403)             90 test_room_timing (activity echo)
 #  91 differs   92 test_agent_lifecycle (differs: concurrent)   93 test_agent_knobs
 #  94 implemented   95 test_faults (activity 500s)   96 core
 #  97-102 test_agent_contacts + tools      103, 104, 107, 108 tools

@@ -310,3 +310,46 @@ async def test_refused_claims_are_retried_with_backoff(
         assert rest.status[mid] == "processed"
         assert adapter.seen == [mid]
         nursery.cancel_scope.cancel()
+
+
+async def test_activity_echo_false_stops_the_turn_cooperatively(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """§8.90: a ``working: true`` report answered ``working: false`` ends the turn
+    as a platform stop: nothing is marked failed and the message is retried."""
+
+    class EchoFalse(FakeRest):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stop_reports = 1
+
+        async def report_activity(self, chat_id: str, working: bool, activity: Any = None) -> bool:
+            await trio.lowlevel.checkpoint()
+            if working and self.stop_reports:
+                self.stop_reports -= 1
+                return False
+            return working
+
+    rest = EchoFalse()
+    adapter = Adapter()
+    first_hangs = [True]
+
+    async def on_message(*args: Any, **kwargs: Any) -> None:
+        msg = args[0]
+        adapter.seen.append(msg.id)
+        if first_hangs.pop() if first_hangs else False:
+            await trio.sleep_forever()  # the platform stop must end this
+        await args[1].send_message("ok", [msg.sender_id])
+
+    adapter.on_message = on_message  # type: ignore[method-assign]
+    mid = rest.add("stopped by the platform")
+    room = make_room(rest, adapter)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(room.serve)
+        await trio.sleep(30)
+        assert adapter.seen == [mid, mid]
+        assert rest.status[mid] == "processed"
+        assert mid not in rest.errors
+        assert not room.stopped  # a platform stop is not a local pause
+        assert len(rest.replies) == 1
+        nursery.cancel_scope.cancel()
