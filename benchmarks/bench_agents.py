@@ -76,8 +76,12 @@ CONNECT_DEADLINE = 180.0
 QUIET_WINDOW = 1.0
 #: SIGINT, then SIGKILL after this long.
 STOP_GRACE = 15.0
-#: Human-side posts in flight at once (HTTP connections of the user).
-POST_CONNECTIONS = 64
+#: Human-side posts in flight at once (HTTP connections of the user). All
+#: posts start at once but wait on this limit before they enter httpx: with
+#: hundreds of requests queued inside httpcore's pool, its request-to-connection
+#: assignment (O(queued x connections) per request) made the posting side cost
+#: the platform process more than a third of its CPU.
+POST_CONNECTIONS = 16
 
 TOKEN_RE = re.compile(r"bench-(\d+)-(\d+)-([0-9a-f]{8})")
 
@@ -172,8 +176,19 @@ def band_sdk_command() -> list[str]:
     return [str(band_sdk_python()), str(HERE / "peers" / "band_sdk_echo_agent.py")]
 
 
-def agent_env(agent: AgentCredentials, platform: LocalPlatform, workdir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+#: Extra environment per contender (``--trio-env`` / ``--sdk-env``), for experiments.
+EXTRA_ENV: dict[str, dict[str, str]] = {c: {} for c in CONTENDERS}
+
+
+def agent_env(
+    contender: str, agent: AgentCredentials, platform: LocalPlatform, workdir: Path
+) -> dict[str, str]:
+    # Inherited BAND_* settings would change what is measured: only ours count.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.upper().startswith("BAND_")
+    }
     tmp = workdir / "tmp"  # band-sdk keeps a per-agent lock file in TMPDIR
     tmp.mkdir(parents=True, exist_ok=True)
     env.update(
@@ -188,6 +203,7 @@ def agent_env(agent: AgentCredentials, platform: LocalPlatform, workdir: Path) -
             "PYTHONUNBUFFERED": "1",
         }
     )
+    env.update(EXTRA_ENV[contender])
     return env
 
 
@@ -221,7 +237,7 @@ async def start_agent(
     profile: Path | None = None,
 ) -> AgentProcess:
     command = band_trio_command() if contender == "band-trio" else band_sdk_command()
-    env = agent_env(agent, platform, workdir)
+    env = agent_env(contender, agent, platform, workdir)
     if profile is not None:
         env["BAND_BENCH_PROFILE"] = str(profile)
     log_path = workdir / "agent.log"
@@ -360,14 +376,16 @@ async def make_rooms(human: HumanClient, agent_id: str, count: int) -> list[str]
 async def post_all(
     human: HumanClient, agent_id: str, rooms: Sequence[str], messages: int
 ) -> list[Posted]:
-    """Post ``len(rooms) * messages`` messages at once (bounded only by the
-    human client's connection pool)."""
+    """Post ``len(rooms) * messages`` messages at once (``POST_CONNECTIONS`` in
+    flight), round-robin over the rooms."""
     posted: list[Posted] = []
     salt = os.urandom(4).hex()
+    limit = trio.CapacityLimiter(POST_CONNECTIONS)
 
     async def one(r: int, m: int) -> None:
         token = f"bench-{r}-{m}-{salt}"
-        sent = await human.post_message(rooms[r], f"{token} please echo", [agent_id])
+        async with limit:
+            sent = await human.post_message(rooms[r], f"{token} please echo", [agent_id])
         posted.append(Posted(rooms[r], sent["id"], token))
 
     async with trio.open_nursery() as nursery:
@@ -405,6 +423,7 @@ class RunResult:
     ws_connects: int | None = None
     http_requests_during_load: int | None = None
     startup_s: float | None = None
+    post_span_s: float | None = None
     exit_status: int | None = None
     agent_cpu_util: float | None = None
     platform_cpu_util: float | None = None
@@ -528,6 +547,10 @@ async def run_workload(
             result.duplicate_replies += len(replies) - 1
             latencies.append(parse_ts(replies[0].inserted_at) - posted_at)
         result.throughput_msg_s = len(posted) / max(last_processed - first_post, 1e-6)
+        result.post_span_s = (
+            max(parse_ts(state.rooms[p.room_id].by_id[p.message_id].inserted_at) for p in posted)
+            - first_post
+        )
         result.latency_p50_ms = percentile(latencies, 50) * 1000
         result.latency_p99_ms = percentile(latencies, 99) * 1000
         result.processed_p50_ms = percentile(processed_latencies, 50) * 1000
@@ -592,6 +615,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("tcp_connects_during_load", "TCP connects (load)", "{:d}"),
     ("tcp_connects", "TCP connects (total)", "{:d}"),
     ("startup_s", "start-up (s)", "{:.2f}"),
+    ("post_span_s", "first to last post (s)", "{:.2f}"),
     ("agent_cpu_util", "agent CPU busy (load)", "{:.0%}"),
     ("platform_cpu_util", "platform CPU busy (load)", "{:.0%}"),
     ("sched_wait_agent_s", "agent waited for CPU (s)", "{:.2f}"),
@@ -814,6 +838,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "command": " ".join(["benchmarks/bench_agents.py", *sys.argv[1:]]),
+        "extra_env": EXTRA_ENV,
         "baselines": [attrs.asdict(b) for b in baselines.values()],
         "results": [attrs.asdict(r) for r in results],
     }
@@ -838,7 +863,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="profile the agents: cProfile (whole run, about 2x slower) or py-spy "
         "(sampling, load phase only; run through uvx); output in benchmarks/results/",
     )
+    for contender, flag in (("band-trio", "--trio-env"), ("band-sdk", "--sdk-env")):
+        parser.add_argument(
+            flag,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"extra environment for the {contender} agent (an experiment; repeatable)",
+        )
     args = parser.parse_args(argv)
+    for contender, pairs in (("band-trio", args.trio_env), ("band-sdk", args.sdk_env)):
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                parser.error(f"expected KEY=VALUE, got {pair!r}")
+            EXTRA_ENV[contender][key] = value
     if args.name is None:
         args.name = "agents-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     RESULTS.mkdir(exist_ok=True)

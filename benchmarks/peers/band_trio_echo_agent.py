@@ -11,7 +11,8 @@ fresh directory, so the durable claims ledger is on, as in production). It
 prints ``READY`` on stdout once started and exits 0 on SIGINT or SIGTERM after
 a graceful shutdown.
 
-With ``BAND_BENCH_PROFILE=<file>`` it runs under cProfile and writes the stats
+``BAND_BENCH_REST_POOL=<n>`` (an experiment knob) sizes the REST connection
+pool (default: band-trio's default, 32). With ``BAND_BENCH_PROFILE=<file>`` it runs under cProfile and writes the stats
 to that file on exit (``python -m pstats <file>`` to read them).
 """
 
@@ -23,13 +24,14 @@ import sys
 
 import trio
 
-from band_trio import Agent, AgentConfig
+from band_trio import Agent, AgentConfig, AgentSettings, PlatformRuntime
 from band_trio.runtime.types import (
     AgentToolsProtocol,
     HistoryProvider,
     PlatformMessage,
     SimpleAdapter,
 )
+from band_trio.wire.rest import RestConfig
 
 
 class EchoAdapter(SimpleAdapter[HistoryProvider]):
@@ -54,7 +56,17 @@ class EchoAdapter(SimpleAdapter[HistoryProvider]):
 
 
 def main() -> None:
-    agent = Agent.create(adapter=EchoAdapter(), config=AgentConfig.from_env())
+    pool = os.environ.get("BAND_BENCH_REST_POOL")
+    if pool:
+        # An experiment knob of the benchmark: another REST connection pool size.
+        runtime = PlatformRuntime(
+            AgentSettings.from_env(),
+            AgentConfig.from_env(),
+            rest_options={"config": RestConfig(max_connections=int(pool))},
+        )
+        agent = Agent(runtime, EchoAdapter())
+    else:
+        agent = Agent.create(adapter=EchoAdapter(), config=AgentConfig.from_env())
     trio.run(agent.serve)
 
 
