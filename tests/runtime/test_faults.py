@@ -74,11 +74,14 @@ async def test_agent_killed_and_restarted_mid_backlog(band_platform, tmp_path: P
     """A reply journaled before the kill is only acked after the restart."""
     config = fast_config(state_dir=tmp_path, shutdown_timeout=0.0)
 
+    replied = trio.Event()
+
     async def reply_then_hang(
         adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
     ) -> None:
         await echo(adapter, msg, tools)
         if "third" in msg.content:
+            replied.set()  # the platform accepted the reply (so it is journaled)
             await trio.sleep_forever()  # killed right after replying
 
     with trio.fail_after(40):
@@ -92,7 +95,7 @@ async def test_agent_killed_and_restarted_mid_backlog(band_platform, tmp_path: P
             first = RecordingAdapter(reply_then_hang)
             async with trio.open_nursery() as nursery:
                 await nursery.start(s.make_agent(first, config).serve)
-                await wait_until(lambda: s.replies_to(room_id, third) == 1)
+                await replied.wait()
                 nursery.cancel_scope.cancel()  # no grace: the turn is cancelled
             assert s.status(room_id, third_id) == "processing"
             second = RecordingAdapter()
