@@ -128,3 +128,37 @@ async def test_platform_processed_status_is_trusted(band_platform) -> None:  # t
                 await wait_until(lambda: room.statistics().skipped == 1)
             assert adapter.calls == []
             assert transport.count("/processing") == 0
+
+
+async def test_on_started_runs_before_the_socket_connects(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """§8.7: the adapter is started (with the /me name) before any socket."""
+    connected_at_start: list[bool] = []
+
+    class Adapter(RecordingAdapter):
+        async def on_started(self, agent_name: str, agent_description: str) -> None:
+            connected_at_start.append(band_platform.connected(self_id))
+            await super().on_started(agent_name, agent_description)
+
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            self_id = s.agent_id
+            adapter = Adapter()
+            async with serving(s.make_agent(adapter)):
+                assert band_platform.connected(s.agent_id)
+            assert connected_at_start == [False]
+            assert adapter.started_with is not None
+            assert adapter.started_with[0] == band_platform.agents[0].name
+
+
+async def test_cancelled_during_startup_returns_promptly(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """Cancelling serve() before it started aborts the startup at once (no
+    graceful phase for an agent that never ran)."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            band_platform.faults.add("GET", r"/api/v1/agent/me$", 200, 1, delay=float("inf"))
+            agent = s.make_agent(RecordingAdapter())
+            with trio.move_on_after(0.5) as scope:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(agent.serve)
+            assert scope.cancelled_caught
+            assert not agent.statistics().serving

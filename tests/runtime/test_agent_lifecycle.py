@@ -8,7 +8,7 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 # ``core``/``tools``/``link`` = covered by that layer's own tests).
 #   1 test_agent_lifecycle (env) + core   2-4 differs (no host lock)
 #   5 test_agent_knobs                     6 implemented (BandConfigError), untested
-#   7 test_agent_lifecycle (started_with)  8 differs
+#   7 test_agent_knobs (before the socket) 8 differs
 #   9 test_agent_lifecycle (start returns once joined), differs in part
 #  10, 11 test_room_joins                  12 test_room_recovery
 #  13-15, 17, 19-25 differs (no start/stop; cancellation is the lifecycle)
