@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 import trio
 
 from band_trio.wire.events import MessageCreated, MessageMetadata
@@ -162,3 +163,18 @@ async def test_cancelled_during_startup_returns_promptly(band_platform) -> None:
                     await nursery.start(agent.serve)
             assert scope.cancelled_caught
             assert not agent.statistics().serving
+
+
+async def test_agent_without_a_description_is_refused(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """§8.6: the platform reports an empty description: serve() fails with a
+    clear BandConfigError (one error, not a group) and the adapter never starts."""
+    from band_trio.errors import BandConfigError
+
+    blank = band_platform.register_agent("Blank", " ")
+    adapter = RecordingAdapter()
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            s.agent_id, s.agent_key = blank.id, blank.api_key
+            with pytest.raises(BandConfigError, match="description"):
+                await s.make_agent(adapter).serve()
+    assert adapter.started_with is None
