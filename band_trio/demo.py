@@ -57,6 +57,7 @@ class EchoAdapter(SimpleAdapter[HistoryProvider]):
         is_session_bootstrap: bool,
         room_id: str,
     ) -> None:
+        """Answer ``msg`` by echoing it back to its sender."""
         self.turns += 1
         text = msg.content
         # Drop our own @mention at the front of the message.
