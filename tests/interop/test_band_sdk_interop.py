@@ -26,7 +26,7 @@ from tests.interop.scenario import (
 )
 from tests.interop.sdk_peer import running_sdk_echo
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # peers run as real processes
 
 #: Start-up of the SDK (imports, /agent/me, connect, joins) plus six turns.
 DEADLINE = 60

@@ -33,7 +33,7 @@ from band_trio.wire.rest import RestClient
 from tests.interop.conftest import PEERS, json_lines, peer_env
 from tests.interop.scenario import Human
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # peers run as real processes
 
 VALIDATOR = PEERS / "event_validator.py"
 DEADLINE = 30

@@ -24,7 +24,7 @@ from tests.interop.conftest import PEERS, describe_platform, json_lines, peer_en
 from tests.interop.peers.endpoints import AGENT_ENDPOINTS, HUMAN_ENDPOINTS
 from tests.interop.venvs import band_client_rest_python, band_sdk_python
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # peers run as real processes
 
 PROBE = PEERS / "rest_models_probe.py"
 PROBE_DEADLINE = 120

@@ -20,7 +20,7 @@ import trio
 from band_trio.wire.link import BandLink
 from tests.interop.conftest import PEERS, json_lines, peer_env
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # peers run as real processes
 
 UPGRADE_PROBE = PEERS / "upgrade_probe.py"
 DEADLINE = 30
