@@ -818,6 +818,13 @@ class Room:
             turn = _Turn(self, ev.id, attempt)
             self._turn = turn
             self._turns += 1
+            logger.debug(
+                "room %s: turn for %s (attempt %d of %d)",
+                self.room_id,
+                ev.id,
+                attempt.number,
+                attempt.max_attempts,
+            )
             assert self._schedule is not None
             self._schedule.note_work(trio.current_time())
             try:
@@ -1021,6 +1028,7 @@ class Room:
     ) -> _Outcome:
         svc = self._svc
         ledger = svc.ledger
+        logger.debug("room %s: turn for %s ended: %s", self.room_id, message_id, result.value)
         if result in (_Result.SUCCESS, _Result.DROPPED):
             ledger.mark_ack_pending(self.room_id, message_id)
             return _Outcome.ADVANCED if await self._ack(message_id) else _Outcome.RETRY
