@@ -227,6 +227,8 @@ class Agent:
         shutting down gracefully).
 
         Raises:
+            AgentAlreadyRunningError: another agent holds this agent's state
+                directory (a durable ledger is locked while in use).
             BandConfigError: bad settings, the agent is already serving, or the
                 platform reports an agent with no description.
             AuthenticationError: the API key was refused.
@@ -280,7 +282,9 @@ class Agent:
     ) -> None:
         runtime = self.runtime
         cfg = runtime.config
-        ledger = ClaimsLedger.for_config(cfg, runtime.agent_id)
+        # Taken before any adapter hook or network I/O: a second process (or
+        # agent object) on the same state directory is refused here.
+        ledger = ClaimsLedger.for_config(cfg, runtime.agent_id, exclusive=True)
         try:
             async with runtime.open_rest() as rest:
                 me = await self._fetch_me(rest)

@@ -178,3 +178,21 @@ async def test_agent_without_a_description_is_refused(band_platform) -> None:  #
             with pytest.raises(BandConfigError, match="description"):
                 await s.make_agent(adapter).serve()
     assert adapter.started_with is None
+
+
+async def test_a_second_agent_on_the_same_state_is_refused(band_platform, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """§8.2/§8.3: the durable state is locked before any adapter hook or I/O
+    (an in-memory ledger takes no lock, §8.4)."""
+    from band_trio.errors import AgentAlreadyRunningError
+
+    config = fast_config(state_dir=tmp_path)
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            async with serving(s.make_agent(RecordingAdapter(), config)):
+                second = RecordingAdapter()
+                with pytest.raises(AgentAlreadyRunningError):
+                    await s.make_agent(second, config).serve()
+                assert second.started_with is None
+            # Released on exit: a later run on the same state starts.
+            async with serving(s.make_agent(RecordingAdapter(), config)):
+                pass

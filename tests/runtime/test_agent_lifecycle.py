@@ -6,7 +6,7 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 # Coverage of runtime.md §8 by the engine's tests (tests/runtime/), statement:
 # file (``differs`` = band-trio deliberately differs, see docs/differences.rst;
 # ``core``/``tools``/``link`` = covered by that layer's own tests).
-#   1 test_agent_lifecycle (env) + core   2-4 differs (no host lock)
+#   1 test_agent_lifecycle (env) + core   2-4 test_agent_knobs (state lock; differs)
 #   5 test_agent_knobs                     6 test_agent_knobs (BandConfigError)
 #   7 test_agent_knobs (before the socket) 8 differs
 #   9 test_agent_lifecycle (start returns once joined), differs in part
