@@ -86,7 +86,13 @@ class SdkPeer:
 
 @asynccontextmanager
 async def running_sdk_echo(
-    python: Path, platform: Any, agent: Any, workdir: Path, *, name: str = "band-sdk echo"
+    python: Path,
+    platform: Any,
+    agent: Any,
+    workdir: Path,
+    *,
+    name: str = "band-sdk echo",
+    on_conflict: str = "supersede",
 ) -> AsyncIterator[SdkPeer]:
     """Start the echo agent for ``agent`` (credentials of the local platform).
 
@@ -104,6 +110,7 @@ async def running_sdk_echo(
             "BAND_REST_URL": platform.rest_url,
             "BAND_WS_URL": platform.ws_url,
             "TMPDIR": str(tmpdir),
+            "BAND_ECHO_ON_CONFLICT": on_conflict,
         }
     )
     async with await trio.open_file(log_path, "wb") as log:

@@ -311,3 +311,47 @@ async def test_official_sdk_drains_a_backlog_then_a_burst_in_order(
     finally:
         with trio.CancelScope(shield=True):
             await human.aclose()
+
+
+async def test_official_sdk_with_reject_policy_refuses_to_take_over(
+    band_platform: Any, band_sdk_venv_python: Path, tmp_path: Path
+) -> None:
+    # on_conflict=reject on the first connect: the platform answers 409
+    # connection_conflict, the SDK gives up ("agent already running") and the
+    # running instance keeps its socket and keeps answering.
+    platform = band_platform
+    agent = platform.register_agent("SDK Guarded", "Must not be taken over")
+    human = Human(platform.rest_url, platform.user.api_key)
+    triggers: list[Trigger] = []
+    try:
+        with trio.fail_after(DEADLINE):
+            rooms = await make_rooms(human, agent.id, 1)
+            topics = all_topics(agent.id, rooms)
+            async with running_sdk_echo(
+                band_sdk_venv_python, platform, agent, tmp_path, name="running"
+            ) as running:
+                await platform.wait_for(lambda: topics <= platform.hub.joined_topics(agent.id))
+                (live,) = platform.hub.connections(agent.id)
+                async with running_sdk_echo(
+                    band_sdk_venv_python,
+                    platform,
+                    agent,
+                    tmp_path,
+                    name="late",
+                    on_conflict="reject",
+                ) as late:
+                    assert await late.process.wait() != 0
+                    # The SDK read the 409 body as its "agent already running".
+                    assert "band.core.exceptions.AgentAlreadyRunningError" in late.log()
+                    assert "an active connection already exists for this agent" in late.log()
+                assert [c.id for c in platform.hub.connections(agent.id)] == [live.id]
+                assert platform.statistics().supersedes == 0
+                triggers = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
+                assert exactly_once_problems(platform, agent.id, triggers) == []
+                assert running.complaints() == []
+    except Exception:
+        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()

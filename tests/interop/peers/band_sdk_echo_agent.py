@@ -7,7 +7,8 @@ nothing in ``band_trio/`` imports ``band``. It replies to every message with
 platform serves a client we did not write.
 
 Configuration comes from the environment: BAND_AGENT_ID, BAND_API_KEY,
-BAND_REST_URL, BAND_WS_URL. It prints ``READY`` on stdout once started.
+BAND_REST_URL, BAND_WS_URL, and optionally BAND_ECHO_ON_CONFLICT (``supersede``,
+the default, or ``reject``). It prints ``READY`` on stdout once started.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 import os
 import sys
 
-from band import Agent
+from band import Agent, AgentConfig, ConflictPolicy
 from band.core.simple_adapter import SimpleAdapter
 
 
@@ -41,8 +42,12 @@ class EchoAdapter(SimpleAdapter[object]):
 
 
 async def main() -> None:
+    # BAND_ECHO_ON_CONFLICT=reject: refuse to take over a live connection of the
+    # same agent (the platform answers the upgrade with 409 connection_conflict).
+    policy = ConflictPolicy(os.environ.get("BAND_ECHO_ON_CONFLICT", "supersede"))
     agent = Agent.create(
         adapter=EchoAdapter(),
+        config=AgentConfig(conflict_policy=policy),
         agent_id=os.environ["BAND_AGENT_ID"],
         api_key=os.environ["BAND_API_KEY"],
         rest_url=os.environ["BAND_REST_URL"],
