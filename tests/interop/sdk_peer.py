@@ -93,6 +93,7 @@ async def running_sdk_echo(
     *,
     name: str = "band-sdk echo",
     on_conflict: str = "supersede",
+    contacts: str = "",
 ) -> AsyncIterator[SdkPeer]:
     """Start the echo agent for ``agent`` (credentials of the local platform).
 
@@ -111,6 +112,7 @@ async def running_sdk_echo(
             "BAND_WS_URL": platform.ws_url,
             "TMPDIR": str(tmpdir),
             "BAND_ECHO_ON_CONFLICT": on_conflict,
+            "BAND_ECHO_CONTACTS": contacts,
         }
     )
     async with await trio.open_file(log_path, "wb") as log:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -355,3 +356,41 @@ async def test_official_sdk_with_reject_policy_refuses_to_take_over(
     finally:
         with trio.CancelScope(shield=True):
             await human.aclose()
+
+
+async def test_official_sdk_approves_a_contact_request_pushed_to_it(
+    band_platform: Any, band_sdk_venv_python: Path, tmp_path: Path
+) -> None:
+    # With contact handling on, the SDK joins agent_contacts:<id>; the human's
+    # request arrives as contact_request_received and the SDK's callback
+    # approves it over REST (POST /agent/contacts/requests/respond).
+    platform = band_platform
+    agent = platform.register_agent("SDK Friendly", "Approves every contact request")
+    user = platform.user
+    with trio.fail_after(DEADLINE):
+        async with (
+            running_sdk_echo(
+                band_sdk_venv_python, platform, agent, tmp_path, contacts="approve"
+            ) as peer,
+            httpx.AsyncClient(
+                base_url=platform.rest_url, headers={"X-API-Key": user.api_key}, timeout=10
+            ) as human_http,
+        ):
+            contacts_topic = f"agent_contacts:{agent.id}"
+            await platform.wait_for(lambda: contacts_topic in platform.hub.joined_topics(agent.id))
+            response = await human_http.post(
+                "/api/v1/me/contacts/requests",
+                json={"contact_request": {"recipient_handle": agent.handle, "message": "hi"}},
+            )
+            assert response.status_code in (200, 201), response.text
+            request_id = response.json()["data"]["id"]
+
+            def approved() -> bool:
+                request = platform.state.contact_requests.get(request_id)
+                return request is not None and request.status == "approved"
+
+            await platform.wait_for(approved)
+            assert any(
+                {c.a_id, c.b_id} == {user.id, agent.id} for c in platform.state.contacts.values()
+            )
+            assert peer.complaints() == []

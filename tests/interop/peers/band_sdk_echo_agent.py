@@ -8,7 +8,8 @@ platform serves a client we did not write.
 
 Configuration comes from the environment: BAND_AGENT_ID, BAND_API_KEY,
 BAND_REST_URL, BAND_WS_URL, and optionally BAND_ECHO_ON_CONFLICT (``supersede``,
-the default, or ``reject``). It prints ``READY`` on stdout once started.
+the default, or ``reject``) and BAND_ECHO_CONTACTS (``approve``: handle contact
+events and approve every request). It prints ``READY`` on stdout once started.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 
 from band import Agent, AgentConfig, ConflictPolicy
 from band.core.simple_adapter import SimpleAdapter
+from band.platform.event import ContactRequestReceivedEvent
+from band.runtime.contacts import ContactEventConfig, ContactEventStrategy
 
 
 class EchoAdapter(SimpleAdapter[object]):
@@ -41,6 +44,19 @@ class EchoAdapter(SimpleAdapter[object]):
         print("READY", flush=True)
 
 
+async def approve_requests(event, tools) -> None:  # type: ignore[no-untyped-def]
+    """Contact callback: approve every contact request this agent receives."""
+    if isinstance(event, ContactRequestReceivedEvent) and event.payload is not None:
+        await tools.respond_contact_request("approve", request_id=event.payload.id)
+
+
+def contact_config() -> ContactEventConfig | None:
+    # BAND_ECHO_CONTACTS=approve: join agent_contacts and approve every request.
+    if os.environ.get("BAND_ECHO_CONTACTS") != "approve":
+        return None
+    return ContactEventConfig(strategy=ContactEventStrategy.CALLBACK, on_event=approve_requests)
+
+
 async def main() -> None:
     # BAND_ECHO_ON_CONFLICT=reject: refuse to take over a live connection of the
     # same agent (the platform answers the upgrade with 409 connection_conflict).
@@ -48,6 +64,7 @@ async def main() -> None:
     agent = Agent.create(
         adapter=EchoAdapter(),
         config=AgentConfig(conflict_policy=policy),
+        contact_config=contact_config(),
         agent_id=os.environ["BAND_AGENT_ID"],
         api_key=os.environ["BAND_API_KEY"],
         rest_url=os.environ["BAND_REST_URL"],
