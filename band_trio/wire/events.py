@@ -110,13 +110,15 @@ class Mention:
 class MessageMetadata:
     """A message's ``metadata``, normalised so ``mentions`` is always a tuple.
 
-    ``status`` and ``delivery_status`` are passed through unchecked (protocol.md
-    §3.6); ``delegation`` and anything else land in ``extra``.
+    ``status`` and ``delivery_status`` are passed through unchecked, as
+    band-sdk-core does (protocol.md §3.6): ``delivery_status`` is normally an
+    object keyed by recipient agent id, but a consumer must check that before
+    reading it. ``delegation`` and anything else land in ``extra``.
     """
 
     mentions: tuple[Mention, ...] = ()
     status: Any = None
-    delivery_status: Mapping[str, Any] | None = None
+    delivery_status: Any = None
     extra: Mapping[str, Any] = _extra_field()
 
 
@@ -137,7 +139,8 @@ class _MessageEvent:
     inserted_at: str
     updated_at: str
     metadata: MessageMetadata = attrs.field(factory=MessageMetadata)
-    attachments: tuple[Mapping[str, Any], ...] = ()
+    # Items are not validated (protocol.md §3.6); the REST Attachment shape in practice.
+    attachments: tuple[Any, ...] = ()
     extra: Mapping[str, Any] = _extra_field()
 
 
@@ -463,10 +466,6 @@ def _prepare_message(data: dict[str, Any]) -> None:
         data["attachments"] = ()
     elif type(attachments) is not list and type(attachments) is not tuple:
         raise _Invalid("attachments must be an array or null")
-    else:
-        for item in attachments:
-            if type(item) is not dict and not isinstance(item, Mapping):
-                raise _Invalid("attachments items must be objects")
 
 
 def _prepare_metadata(data: dict[str, Any]) -> None:
@@ -475,9 +474,6 @@ def _prepare_metadata(data: dict[str, Any]) -> None:
         data["mentions"] = ()
     elif type(mentions) is not list and type(mentions) is not tuple:
         raise _Invalid("metadata.mentions must be an array or null")
-    delivery = data.get("delivery_status")
-    if delivery is not None and not isinstance(delivery, Mapping):
-        raise _Invalid("metadata.delivery_status must be an object or null")
 
 
 def _prepare_supersede(data: dict[str, Any]) -> None:

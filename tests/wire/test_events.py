@@ -246,9 +246,18 @@ def test_message_attachments_items_are_passed_through() -> None:
     assert ev.attachments == (item,)
 
 
-@pytest.mark.parametrize("bad", ["x", {"id": "f1"}, [1], [None]])
-def test_message_attachments_must_be_an_array_of_objects(bad: Any) -> None:
+@pytest.mark.parametrize("bad", ["x", {"id": "f1"}, 3, True])
+def test_message_attachments_must_be_an_array(bad: Any) -> None:
     rejects(f"chat_room:{ROOM}", "message_created", message_payload(attachments=bad))
+
+
+@pytest.mark.parametrize("items", [[1], [None], ["f1", {"id": "f2"}]])
+def test_message_attachment_items_are_not_validated(items: list[Any]) -> None:
+    # protocol.md §3.6: band-sdk-core does not look inside the array.
+    ev = decode_event(f"chat_room:{ROOM}", "message_created", message_payload(attachments=items))
+    assert isinstance(ev, MessageCreated)
+    assert ev.attachments == tuple(items)
+    assert encode_event(ev)[1]["attachments"] == items
 
 
 def test_message_delivery_status_and_delegation_kept() -> None:
@@ -264,12 +273,14 @@ def test_message_delivery_status_and_delegation_kept() -> None:
     assert encode_event(ev)[1]["metadata"]["delegation"] == {"terminated": True}
 
 
-def test_message_delivery_status_must_be_an_object() -> None:
-    rejects(
-        f"chat_room:{ROOM}",
-        "message_created",
-        message_payload(metadata={"mentions": [], "delivery_status": "delivered"}),
-    )
+@pytest.mark.parametrize("value", ["delivered", [1], 7])
+def test_message_delivery_status_is_not_checked(value: Any) -> None:
+    # protocol.md §3.6: "delivery_status: opt, unchecked" - kept as sent.
+    metadata = {"mentions": [], "delivery_status": value}
+    ev = decode_event(f"chat_room:{ROOM}", "message_created", message_payload(metadata=metadata))
+    assert isinstance(ev, MessageCreated)
+    assert ev.metadata.delivery_status == value
+    assert encode_event(ev)[1]["metadata"]["delivery_status"] == value
 
 
 def test_message_room_id_comes_from_the_topic() -> None:
