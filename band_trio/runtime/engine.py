@@ -397,6 +397,10 @@ class AgentEngine:
         self._contacts = handler
         self._nursery.start_soon(self._contacts_loop, handler)
 
+    def contact_statistics(self) -> Any:
+        """The contact handler's counters (``ContactHandlerStatistics``), or None."""
+        return None if self._contacts is None else self._contacts.statistics()
+
     def on_contact_event(self, event: object) -> None:
         """Queue a contact event for the handler (never blocks)."""
         if self._contacts is None:
