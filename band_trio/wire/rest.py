@@ -424,7 +424,11 @@ class RestClient:
                         random=self._random.random(),
                     )
                 if delay is None:
-                    raise self._transport_error(failure, method, path) from failure
+                    error = self._transport_error(failure, method, path)
+                    if self._api_key in str(failure):
+                        # A traceback prints the cause's text: never chain the key.
+                        raise error from None
+                    raise error from failure
                 logger.warning(
                     "%s %s failed (%s); retry %d in %.2f s",
                     method,

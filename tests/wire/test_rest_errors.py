@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import traceback
 from typing import Any
 
 import httpx
@@ -462,6 +463,8 @@ async def test_api_key_never_in_repr_errors_or_logs(
         with pytest.raises(BandConnectionError) as info2:
             await rest.send_message("room-1", "x", [MentionRequest(id="u")])
         texts += [str(info2.value), repr(info2.value)]
+        # A logged traceback shows the whole chain of causes too.
+        texts += ["".join(traceback.format_exception(info2.value))]
     texts += [record.getMessage() for record in caplog.records]
     assert recorder.count == 1
     assert len(texts) > 6
