@@ -808,6 +808,31 @@ async def test_first_connect_gives_up_after_ten_rapid_failures(
     assert len(server.requests) == 10
 
 
+@pytest.mark.parametrize(
+    ("status", "code", "retry_after"),
+    [(401, "unauthorized", None), (429, "too_many_requests", 2), (503, "tracking_failed", 3)],
+)
+async def test_retried_refusals_surface_typed_and_retryable_when_the_policy_gives_up(
+    server: FakePhoenix,
+    autojump_clock: trio.testing.MockClock,
+    status: int,
+    code: str,
+    retry_after: int | None,
+) -> None:
+    more = {} if retry_after is None else {"retry_after": retry_after}
+    server.reject_always = (status, [], error_body(code, "refused", **more))
+    with trio.fail_after(1000):
+        error = await serve_until_error(make_link(server, LinkConfig()))
+    assert type(error) is UpgradeRefusedError
+    assert (error.status_code, error.code, error.message) == (status, code, "refused")
+    assert error.retry_after == retry_after
+    # Not terminal by its status: the first-connect policy ran out of attempts.
+    assert error.retryable
+    assert not error.terminal
+    assert len(server.requests) == 10
+    assert KEY not in str(error)
+
+
 async def test_403_on_reconnect_is_terminal(server: FakePhoenix) -> None:
     async def refuse_then_drop() -> None:
         server.reject_always = (403, [], b"")
