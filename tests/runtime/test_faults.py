@@ -120,8 +120,7 @@ async def test_bursts_of_429_and_5xx(band_platform) -> None:  # type: ignore[no-
                 faults.add("POST", r"/activity$", 500, 5)
                 posted = await _post_all(s, room_id, 6)
                 await wait_until(lambda: all(s.processed(room_id, m) for m in posted), within=40)
-            for word in posted.values():
-                assert s.replies_to(room_id, word) == 1, word
+            s.assert_exactly_once(room_id, posted)
             _completed_once(adapter, list(posted.values()))
 
 

@@ -1,0 +1,91 @@
+"""Issue 3 item 2: each way of running an agent surfaces a failure as ONE typed
+error, never an ``ExceptionGroup`` of one (``pytest.raises(T)`` does not match
+a group, so each check could fail).
+
+Entry points: ``trio.run(agent.serve)`` (literally, in a worker thread with its
+own Trio run), ``await agent.serve()``, ``await nursery.start(agent.serve)``
+and ``async with open_agent(...)``; failures before the agent is started (a
+refused key) and after (a superseding connection).
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from band_trio.agent import Agent, open_agent
+from band_trio.errors import AuthenticationError, SupersededError
+from band_trio.runtime.config import AgentConfig, AgentSettings
+from band_trio.runtime.platform import PlatformRuntime
+
+from .agent_harness import RecordingAdapter, scene, serving, wait_until
+
+
+def _bad_key_agent(platform) -> Agent:  # type: ignore[no-untyped-def]
+    creds = platform.agents[0]
+    settings = AgentSettings(
+        agent_id=creds.id,
+        api_key="wrong-key",
+        rest_url=platform.rest_url,
+        ws_url=platform.ws_url,
+    )
+    runtime = PlatformRuntime(settings, AgentConfig(state_dir=None))
+    return Agent(runtime, RecordingAdapter(), handle_signals=False)
+
+
+async def test_trio_run_serve_raises_the_typed_error(band_platform) -> None:  # type: ignore[no-untyped-def]
+    agent = _bad_key_agent(band_platform)
+    with trio.fail_after(20), pytest.raises(AuthenticationError):
+        await trio.to_thread.run_sync(trio.run, agent.serve)
+
+
+async def test_awaited_serve_raises_the_typed_error(band_platform) -> None:  # type: ignore[no-untyped-def]
+    agent = _bad_key_agent(band_platform)
+    with trio.fail_after(20), pytest.raises(AuthenticationError):
+        await agent.serve()
+
+
+async def test_nursery_start_raises_the_typed_error(band_platform) -> None:  # type: ignore[no-untyped-def]
+    agent = _bad_key_agent(band_platform)
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(AuthenticationError):
+                await nursery.start(agent.serve)
+
+
+async def test_open_agent_raises_the_typed_error(band_platform) -> None:  # type: ignore[no-untyped-def]
+    creds = band_platform.agents[0]
+    with trio.fail_after(20), pytest.raises(AuthenticationError):
+        async with open_agent(
+            adapter=RecordingAdapter(),
+            agent_id=creds.id,
+            api_key="wrong-key",
+            rest_url=band_platform.rest_url,
+            ws_url=band_platform.ws_url,
+            config=AgentConfig(state_dir=None),
+        ):
+            pytest.fail("the block must not run")
+
+
+async def test_a_failure_while_serving_is_one_typed_error_from_awaited_serve(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """After startup (rooms joined, turns possible), a superseding connection
+    ends ``await agent.serve()`` with SupersededError itself."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            await s.new_room()
+            old = s.make_agent(RecordingAdapter())
+            errors: list[BaseException] = []
+
+            async def run_old() -> None:
+                try:
+                    await old.serve()
+                except Exception as exc:  # the one typed error, whatever it is
+                    errors.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_old)
+                await wait_until(lambda: old.statistics().serving)
+                async with serving(s.make_agent(RecordingAdapter())):
+                    await wait_until(lambda: bool(errors))
+            assert len(errors) == 1
+            assert type(errors[0]) is SupersededError
