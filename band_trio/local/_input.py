@@ -124,6 +124,22 @@ class Obj:
         """The raw value of ``key`` (None when absent)."""
         return self.data.get(key)
 
+    def _present(self, key: str, *, required: bool, nullable: bool) -> Any:
+        """The raw value of ``key``; None when absent, or null and that is allowed.
+
+        Raises:
+            APIStatusError: 422 when a required key is absent, or null where
+                null is not allowed.
+        """
+        if key not in self.data:
+            if required:
+                raise invalid(self.at(key), "is required")
+            return None
+        value = self.data[key]
+        if value is None and (required or not nullable):
+            raise invalid(self.at(key), "can't be null")
+        return value
+
     def str_(
         self,
         key: str,
@@ -134,14 +150,8 @@ class Obj:
         choices: Sequence[str] | None = None,
     ) -> str | None:
         """A string field; None when absent (or null and ``nullable``)."""
-        if key not in self.data:
-            if required:
-                raise invalid(self.at(key), "is required")
-            return None
-        value = self.data[key]
+        value = self._present(key, required=required, nullable=nullable)
         if value is None:
-            if required or not nullable:
-                raise invalid(self.at(key), "can't be null")
             return None
         if not isinstance(value, str):
             raise invalid(self.at(key), "must be a string")
@@ -185,14 +195,8 @@ class Obj:
 
     def list_(self, key: str, *, required: bool = False, nullable: bool = True) -> list[Any] | None:
         """A list field; None when absent (or null and ``nullable``)."""
-        if key not in self.data:
-            if required:
-                raise invalid(self.at(key), "is required")
-            return None
-        value = self.data[key]
+        value = self._present(key, required=required, nullable=nullable)
         if value is None:
-            if required or not nullable:
-                raise invalid(self.at(key), "can't be null")
             return None
         if not isinstance(value, list):
             raise invalid(self.at(key), "must be a list")

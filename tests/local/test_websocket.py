@@ -79,6 +79,19 @@ async def test_heartbeat_reply_echoes_ref(
             assert (await client.recv())[1] == "42"
 
 
+async def test_websocket_pings_are_answered(
+    band_platform: LocalPlatform, demo: AgentCredentials
+) -> None:
+    # Appendix A: the official client pings every 20 s and drops a silent peer.
+    with trio.fail_after(IO_DEADLINE):
+        async with open_phoenix(band_platform, demo.api_key, demo.id) as ws:
+            for payload in (b"p1", b"p2"):
+                await ws.ping(payload)  # returns only once the matching pong arrived
+            client = PhoenixClient(ws)
+            _, reply = await client.join(f"agent_control:{demo.id}")
+            assert reply[4]["status"] == "ok"
+
+
 async def test_leave_replies_then_closes_and_stops_pushes(
     band_platform: LocalPlatform, human: HumanClient, room: str, demo: AgentCredentials
 ) -> None:
