@@ -1,11 +1,58 @@
-"""band-trio: a Trio-native SDK connecting LLM agents to the Band platform."""
+"""band-trio: a Trio-native SDK connecting LLM agents to the Band platform.
+
+Run an agent with ``trio.run(agent.serve)``, ``await nursery.start(agent.serve)``
+or ``async with band_trio.open_agent(...)``. Implement an adapter by subclassing
+:class:`SimpleAdapter` and writing ``on_message``; reply through the room-bound
+:class:`AgentTools` it receives. :class:`LocalPlatform` is an embedded Band
+platform for offline development and tests.
+"""
 
 from band_trio.agent import Agent, AgentStatistics, open_agent
 from band_trio.errors import *  # noqa: F403
 from band_trio.errors import __all__ as _errors_all
-from band_trio.runtime.config import AgentConfig, AgentSettings
+from band_trio.local import HumanClient, LocalPlatform, open_local_platform
+from band_trio.runtime.config import AgentConfig, AgentSettings, ConflictPolicy
 from band_trio.runtime.platform import PlatformRuntime
+from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import RoomStatistics
+from band_trio.runtime.types import (
+    AgentInput,
+    AgentToolsProtocol,
+    FrameworkAdapter,
+    HistoryConverter,
+    HistoryItem,
+    HistoryProvider,
+    PlatformMessage,
+    Preprocessor,
+    SimpleAdapter,
+    ToolEffect,
+    TurnContext,
+    TurnHooks,
+)
+from band_trio.tools import (
+    AgentTools,
+    Capability,
+    ContactEventConfig,
+    ContactStrategy,
+    ContactTools,
+    CustomTools,
+    ToolErrorKind,
+    ToolResult,
+    get_anthropic_tool_schemas,
+    get_openai_tool_schemas,
+    get_tool_schemas,
+)
+from band_trio.wire.models import (
+    AgentMe,
+    ChatMessage,
+    ChatParticipant,
+    ChatRoom,
+    EventCreated,
+    MentionRequest,
+    MessageSent,
+    MessageStatus,
+    Peer,
+)
 
 __version__ = "0.1.0"
 
@@ -13,10 +60,47 @@ __all__ = [
     *_errors_all,
     "Agent",
     "AgentConfig",
+    "AgentInput",
+    "AgentMe",
     "AgentSettings",
     "AgentStatistics",
+    "AgentTools",
+    "AgentToolsProtocol",
+    "Capability",
+    "ChatMessage",
+    "ChatParticipant",
+    "ChatRoom",
+    "ConflictPolicy",
+    "ContactEventConfig",
+    "ContactStrategy",
+    "ContactTools",
+    "CustomTools",
+    "DefaultPreprocessor",
+    "EventCreated",
+    "FrameworkAdapter",
+    "HistoryConverter",
+    "HistoryItem",
+    "HistoryProvider",
+    "HumanClient",
+    "LocalPlatform",
+    "MentionRequest",
+    "MessageSent",
+    "MessageStatus",
+    "Peer",
+    "PlatformMessage",
     "PlatformRuntime",
+    "Preprocessor",
     "RoomStatistics",
+    "SimpleAdapter",
+    "ToolEffect",
+    "ToolErrorKind",
+    "ToolResult",
+    "TurnContext",
+    "TurnHooks",
     "__version__",
+    "get_anthropic_tool_schemas",
+    "get_openai_tool_schemas",
+    "get_tool_schemas",
     "open_agent",
+    "open_local_platform",
 ]
