@@ -5,42 +5,48 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 
 # Coverage of runtime.md §8 by the engine's tests (tests/runtime/), statement:
 # file (``differs`` = band-trio deliberately differs, see docs/differences.rst;
-# ``core``/``tools``/``link`` = covered by that layer's own tests).
-#   1 test_agent_lifecycle (env) + core   2-4 test_agent_knobs (state lock; differs)
+# tests/wire, tests/tools = covered by that layer's own tests). Checked
+# against the tests by the issue-3 audit (docs/audit/issue-3.md).
+#   1 test_agent_lifecycle (env), test_config   2-4 test_agent_knobs (state lock; differs)
 #   5 test_agent_knobs                     6 test_agent_knobs (BandConfigError)
 #   7 test_agent_knobs (before the socket) 8 differs
 #   9 test_agent_lifecycle (start returns once joined), differs in part
 #  10, 11 test_room_joins                  12 test_room_recovery
 #  13-15, 17, 19-25 differs (no start/stop; cancellation is the lifecycle)
-#  16, 18 test_shutdown_bounded (differs: one global deadline, concurrent)
+#  16, 18 test_shutdown_bounded, test_shutdown_scaling (differs: one global
+#         deadline, concurrent cleanup, time independent of the room count)
 #  26 test_faults_process (SIGTERM)        27 differs   28 test_agent_lifecycle (differs)
-#  29 differs (link option)                30 link
-#  31 test_agent_lifecycle (call order)    32, 57 test_faults (bursts: processed 500s)
-#  33 differs (retryable acks never given up)   34, 39 test_agent_lifecycle
-#  35 test_agent_knobs                     36, 40 test_agent_lifecycle (serial)
+#  29 differs (link option)                30 tests/wire/test_link (heartbeats)
+#  31 test_agent_lifecycle (call order)    32 test_ledger, test_faults (processed 500s)
+#  33 differs (retryable acks never given up)   34, 39 test_agent_lifecycle, test_ledger
+#  35 test_agent_knobs                     36 test_ledger   40 test_agent_lifecycle (serial)
 #  37 test_room_timing (refused claims)    38 test_room_timing (gated claims)
 #  41 test_agent_lifecycle                 42 test_faults (differs: class-name label)
-#  43 test_agent_knobs                     44, 45 test_faults (poison; restart)
-#  46 test_control_signals (stopped message re-run after play)
+#  43 test_agent_knobs                     44, 45 test_faults (poison; restart), test_ledger
+#  46 test_ledger, test_control_signals (stopped message re-run after play)
 #  47 test_room_timing, test_faults (hang) 48 test_faults (fifty rooms)
 #  49 test_room_recovery                   50 test_room_recovery (overflow order)
 #  51, 52 test_agent_lifecycle (backlog before live)   53 differs, test_faults
-#  54, 55 test_room_timing                 56 test_room_recovery (reconnect)
-#  58 test_agent_lifecycle                 59, 60 test_agent_knobs   61, 64, 70 core
-#  62, 63 test_agent_lifecycle             65 differs   66 test_room_recovery
-#  67 implemented (commit on errors)       68 test_agent_contacts
-#  69 test_agent_lifecycle (rewritten @handle in contents)   71 test_room_recovery
-#  72, 74, 77 test_room_membership         73 test_room_membership
-#  75, 76 differs                          78 test_room_recovery
-#  79 test_control_signals                 80 test_control_signals   81 implemented
+#  54, 55 test_room_timing, test_schedule  56 test_schedule, test_room_recovery
+#  57 test_faults (bursts; the "/next not read while an ack fails" order is not
+#     asserted on its own)
+#  58 test_agent_lifecycle                 59, 60 test_agent_knobs   61 test_history
+#  62, 63 test_agent_lifecycle, test_roster   64 test_roster   65 differs
+#  66 test_room_recovery                   67 test_room_commit
+#  68 test_agent_contacts, test_contacts_agent   69 test_preprocessor   70 test_preprocessor
+#  71 test_room_recovery                   72, 74, 77 test_room_membership
+#  73 test_room_membership   75 differs (the engine keeps the completed cache)   76 differs
+#  78 test_room_recovery                   79 test_control_signals
+#  80, 81 test_schedule (80 also test_control_signals)
 #  82 structural (applied synchronously in arrival order)
 #  83, 85, 86, 87 test_control_signals     84 differs   88 test_room_timing
 #  89 test_room_recovery (403)             90 test_room_timing (activity echo)
-#  91 differs   92 test_agent_lifecycle (differs: concurrent)   93 test_agent_knobs
-#  94 implemented   95 test_faults (activity 500s)   96 core
-#  97-102 test_agent_contacts + tools      103, 104, 107, 108 tools
-#  105 differs (never dropped: overflow -> resync)   106 link
-#  109-111 differs   112 differs
+#  91 differs   92 test_agent_lifecycle, test_room_activity (differs: concurrent)
+#  93 test_agent_knobs                     94 test_room_commit
+#  95 test_faults (activity 500s)          96 test_config
+#  97-102 test_agent_contacts, test_contacts_agent, tests/tools
+#  103, 104, 107, 108 tests/tools          105 differs (overflow -> resync), test_room_recovery
+#  106 tests/wire/test_link                109-111 differs   112 differs, test_config
 
 from __future__ import annotations
 

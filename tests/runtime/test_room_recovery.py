@@ -34,6 +34,7 @@ async def test_inbox_overflow_resyncs_from_next_without_loss(band_platform) -> N
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
+            other_room = await s.new_room()
             adapter = RecordingAdapter(behaviour)
             agent = s.make_agent(adapter, fast_config(inbox_size=2))
             async with serving(agent):
@@ -44,6 +45,13 @@ async def test_inbox_overflow_resyncs_from_next_without_loss(band_platform) -> N
                 for w in words:
                     posted[await s.post(room_id, w)] = w
                 await wait_until(lambda: agent.statistics().overflows >= 1)
+                # The overflowing room blocks nobody: another room is answered
+                # while this one is still gated with a full inbox.
+                other_word = token("other")
+                other = {await s.post(other_room, other_word): other_word}
+                await wait_until(lambda: all(s.processed(other_room, m) for m in other))
+                assert adapter.running == 1
+                s.assert_exactly_once(other_room, other)
                 release.set()
                 await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
                 stats = agent.room_statistics(room_id)
