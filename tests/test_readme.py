@@ -34,7 +34,9 @@ async def test_quick_start_adapter_answers(band_platform: LocalPlatform) -> None
     config = band_trio.AgentConfig(state_dir=None)
     with trio.fail_after(30):
         async with (
-            HumanClient(base_url=band_platform.rest_url, api_key=band_platform.user.api_key) as human,
+            HumanClient(
+                base_url=band_platform.rest_url, api_key=band_platform.user.api_key
+            ) as human,
             band_trio.open_agent(
                 adapter=namespace["Echo"](),
                 agent_id=agent_creds.id,
@@ -54,6 +56,7 @@ async def test_quick_start_adapter_answers(band_platform: LocalPlatform) -> None
 
             await band_platform.wait_for(answered)
     (reply,) = [m for m in state_room.messages if m.sender_id == agent_creds.id]
-    assert "You said:" in reply.content and "hello there" in reply.content
+    assert "You said:" in reply.content
+    assert "hello there" in reply.content
     delivery = state_room.by_id[posted["id"]].deliveries[agent_creds.id]
     assert delivery.status == "processed"
