@@ -23,8 +23,8 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
 
 import attrs
@@ -124,6 +124,18 @@ def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
     if len(real) == 1:
         return real[0]
     return group
+
+
+@contextmanager
+def _one_error() -> Iterator[None]:
+    """Re-raise a nursery's group as its one real error (see :func:`_collapse`)."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        real = _collapse(group)
+        if real is group:
+            raise
+        raise real from None
 
 
 class Agent:
@@ -240,12 +252,8 @@ class Agent:
         self._serving = True
         self._shutdown_requested = trio.Event()
         try:
-            await self._serve_guarded(task_status)
-        except BaseExceptionGroup as group:
-            real = _collapse(group)
-            if real is group:
-                raise
-            raise real from None
+            with _one_error():
+                await self._serve_guarded(task_status)
         finally:
             self._serving = False
             self._engine = None
@@ -508,15 +516,10 @@ async def open_agent(
         contact_config=contact_config,
         handle_signals=handle_signals,
     )
-    try:
+    with _one_error():
         async with trio.open_nursery() as nursery:
             await nursery.start(agent.serve)
             try:
                 yield agent
             finally:
                 nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        real = _collapse(group)
-        if real is group:
-            raise
-        raise real from None

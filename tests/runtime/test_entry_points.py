@@ -4,7 +4,8 @@ a group, so each check could fail).
 
 Entry points: ``trio.run(agent.serve)`` (literally, in a worker thread with its
 own Trio run), ``await agent.serve()``, ``await nursery.start(agent.serve)``
-and ``async with open_agent(...)``; failures before the agent is started (a
+and ``async with open_agent(...)`` (that one in test_agent_lifecycle's
+test_bad_key_surfaces_one_typed_error); failures before the agent is started (a
 refused key) and after (a superseding connection).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from band_trio.agent import Agent, open_agent
+from band_trio.agent import Agent
 from band_trio.errors import AuthenticationError, SupersededError
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.platform import PlatformRuntime
@@ -51,20 +52,6 @@ async def test_nursery_start_raises_the_typed_error(band_platform) -> None:  # t
         async with trio.open_nursery() as nursery:
             with pytest.raises(AuthenticationError):
                 await nursery.start(agent.serve)
-
-
-async def test_open_agent_raises_the_typed_error(band_platform) -> None:  # type: ignore[no-untyped-def]
-    creds = band_platform.agents[0]
-    with trio.fail_after(20), pytest.raises(AuthenticationError):
-        async with open_agent(
-            adapter=RecordingAdapter(),
-            agent_id=creds.id,
-            api_key="wrong-key",
-            rest_url=band_platform.rest_url,
-            ws_url=band_platform.ws_url,
-            config=AgentConfig(state_dir=None),
-        ):
-            pytest.fail("the block must not run")
 
 
 async def test_a_failure_while_serving_is_one_typed_error_from_awaited_serve(band_platform) -> None:  # type: ignore[no-untyped-def]
