@@ -42,6 +42,8 @@ from band_trio.tools import (
     get_openai_tool_schemas,
     get_tool_schemas,
 )
+from band_trio.wire import *  # noqa: F403
+from band_trio.wire import __all__ as _wire_all
 from band_trio.wire.models import (
     AgentMe,
     ChatMessage,
@@ -58,6 +60,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     *_errors_all,
+    *_wire_all,
     "Agent",
     "AgentConfig",
     "AgentInput",

@@ -45,7 +45,6 @@ __all__ = [
     "ContactRemoved",
     "ContactRequestReceived",
     "ContactRequestUpdated",
-    "EventCreated",
     "Mention",
     "MessageCreated",
     "MessageMetadata",
@@ -55,6 +54,7 @@ __all__ = [
     "PlatformEvent",
     "RoomAdded",
     "RoomDeleted",
+    "RoomEventCreated",
     "RoomRemoved",
     "RoomUpdated",
     "Supersede",
@@ -163,7 +163,7 @@ class MessageUpdated(_MessageEvent):
 
 
 @attrs.frozen(kw_only=True)
-class EventCreated:
+class RoomEventCreated:
     """``event_created``: no required fields; everything is kept in ``extra``.
 
     ``room_id`` is set when it arrived on a per-room topic, else ``None``.
@@ -417,7 +417,7 @@ ContactEvent: TypeAlias = Union[  # noqa: UP007 - cattrs needs a typing.Union ob
 PlatformEvent: TypeAlias = Union[  # noqa: UP007 - cattrs needs a typing.Union object
     MessageCreated,
     MessageUpdated,
-    EventCreated,
+    RoomEventCreated,
     RoomAdded,
     RoomRemoved,
     RoomUpdated,
@@ -543,7 +543,7 @@ def _make_structure(cls: type[T]) -> Callable[[Any, Any], T]:
 def _make_unstructure(cls: type[T]) -> Callable[[T], dict[str, Any]]:
     """Unstructure hook: flat payload, ``extra`` merged back, no topic-derived fields."""
     omit: dict[str, Any] = {"extra": override(omit=True)}
-    if getattr(cls, "PER_ROOM", False) or cls is EventCreated:
+    if getattr(cls, "PER_ROOM", False) or cls is RoomEventCreated:
         omit["room_id"] = override(omit=True)
     base = make_dict_unstructure_fn(cls, converter, **omit)
     null_rejected: frozenset[str] = getattr(cls, "NULL_REJECTED", frozenset())
@@ -641,7 +641,7 @@ def decode_event(topic: str, event: str, payload: Any) -> PlatformEvent:
         raise InvalidEventError(topic, event, "payload is not an object")
     data = dict(payload)
     data[EVENT_TAG] = event
-    if cls.PER_ROOM or cls is EventCreated:
+    if cls.PER_ROOM or cls is RoomEventCreated:
         room_id = topic_room_id(topic)
         if room_id is None and cls.PER_ROOM:
             raise InvalidEventError(topic, event, "event needs a per-room topic")

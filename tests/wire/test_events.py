@@ -16,7 +16,6 @@ from band_trio.wire.events import (
     ContactRemoved,
     ContactRequestReceived,
     ContactRequestUpdated,
-    EventCreated,
     Mention,
     MessageCreated,
     MessageMetadata,
@@ -26,6 +25,7 @@ from band_trio.wire.events import (
     PlatformEvent,
     RoomAdded,
     RoomDeleted,
+    RoomEventCreated,
     RoomRemoved,
     RoomUpdated,
     Supersede,
@@ -610,9 +610,9 @@ def test_contact_event_union_is_tagged() -> None:
 
 def test_event_created_has_no_required_fields() -> None:
     ev = decode_event(f"chat_room:{ROOM}", "event_created", {})
-    assert ev == EventCreated(room_id=ROOM)
+    assert ev == RoomEventCreated(room_id=ROOM)
     ev = decode_event("somewhere:else", "event_created", {"message_type": "thought"})
-    assert ev == EventCreated(room_id=None, extra={"message_type": "thought"})
+    assert ev == RoomEventCreated(room_id=None, extra={"message_type": "thought"})
 
 
 @pytest.mark.parametrize(
