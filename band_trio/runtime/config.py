@@ -191,6 +191,8 @@ class AgentConfig:
         max_history_pages: ceiling on context pages read for one bootstrap.
         context_cache_ttl: how long hydrated history stays fresh.
         enable_working_state: report "working" activity during message turns.
+        working_grace: seconds a turn runs before the first ``working: true``;
+            a turn that ends sooner sends no activity at all (0 reports at once).
         working_keep_alive: re-send ``working: true`` this often (must be < 5,
             half the platform's 10 s expiry).
         working_request_timeout: timeout of each activity POST (< keep-alive).
@@ -235,6 +237,7 @@ class AgentConfig:
     max_history_pages: int = attrs.field(default=50, validator=_v_count(1))
     context_cache_ttl: float = attrs.field(default=300.0, validator=_v_non_negative)
     enable_working_state: bool = attrs.field(default=True, validator=_v_bool)
+    working_grace: float = attrs.field(default=1.0, validator=_v_non_negative)
     working_keep_alive: float = attrs.field(default=3.0, validator=_v_positive)
     working_request_timeout: float = attrs.field(default=2.0, validator=_v_positive)
     max_working_state: float | None = attrs.field(default=None, validator=_v_optional_positive)

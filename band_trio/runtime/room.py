@@ -977,14 +977,21 @@ class Room:
             self._system_lines.popleft()
 
     async def _keep_working(self, turn: _Turn) -> None:
-        """Report ``working: true`` now and every keep-alive until the turn ends.
+        """Report ``working: true`` once the turn outlasts the grace period, then
+        every keep-alive until the turn ends.
 
         Runs concurrently with the turn, so a slow activity endpoint never
-        delays it (reference runtime.md §9 item 13). Failures are logged, never
-        raised.
+        delays it (reference runtime.md §9 item 13). A turn that ends within
+        ``working_grace`` sends no activity at all (nothing to clear). A report
+        in flight is shielded (bounded by the REST activity timeout), so a room
+        being cancelled never tears a pooled connection down mid-request.
+        Failures are logged, never raised.
         """
         cfg = self._svc.config
         started = trio.current_time()
+        if cfg.working_grace > 0:
+            with trio.move_on_after(cfg.working_grace):
+                await turn.ended.wait()
         while not turn.ended.is_set():
             if (
                 cfg.max_working_state is not None
@@ -992,16 +999,19 @@ class Room:
             ):
                 return
             turn.working_reported = True
-            try:
-                working = await self._svc.rest.report_activity(self.room_id, True)
-            except Exception as exc:
-                self._warn_activity(exc)
-            else:
-                self._activity_warned = False
-                if working is False and not turn.ended.is_set():
-                    # The platform echoed "not working": the execution was stopped.
-                    turn.execution_stopped()
-                    return
+            working: bool | None = None
+            with trio.CancelScope(shield=True) as shield:
+                shield.deadline = trio.current_time() + cfg.working_request_timeout + 1
+                try:
+                    working = await self._svc.rest.report_activity(self.room_id, True)
+                except Exception as exc:
+                    self._warn_activity(exc)
+                else:
+                    self._activity_warned = False
+            if working is False and not turn.ended.is_set():
+                # The platform echoed "not working": the execution was stopped.
+                turn.execution_stopped()
+                return
             with trio.move_on_after(cfg.working_keep_alive):
                 await turn.ended.wait()
 

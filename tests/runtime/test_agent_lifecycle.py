@@ -157,7 +157,7 @@ async def test_first_turn_call_order(band_platform) -> None:  # type: ignore[no-
                 ws_url=band_platform.ws_url,
             )
             runtime = PlatformRuntime(
-                settings, fast_config(), rest_options={"transport": Recording()}
+                settings, fast_config(working_grace=0), rest_options={"transport": Recording()}
             )
             agent = Agent(runtime, RecordingAdapter(behaviour), handle_signals=False)
             async with serving(agent):

@@ -43,7 +43,7 @@ async def test_slow_activity_report_does_not_delay_the_handler(
 
     adapter.on_message = on_message  # type: ignore[method-assign]
     mid = rest.add("answer me")
-    room = make_room(rest, adapter)
+    room = make_room(rest, adapter, working_grace=0)  # report at once, no grace period
     async with trio.open_nursery() as nursery:
         await nursery.start(room.serve)
         await trio.sleep(10)

@@ -65,7 +65,7 @@ async def test_keep_alives_stop_after_max_working_state(
 
     adapter.on_message = on_message  # type: ignore[method-assign]
     mid = rest.add("long turn")
-    room = make_room(rest, adapter, working_keep_alive=3.0, max_working_state=7.0)
+    room = make_room(rest, adapter, working_keep_alive=3.0, max_working_state=7.0, working_grace=0)
     async with trio.open_nursery() as nursery:
         await nursery.start(room.serve)
         await trio.sleep(60)
