@@ -30,8 +30,7 @@ from band_trio.tools.definitions import (
     SchemaFormat,
     ToolCategory,
     get_tool_definition,
-    get_tool_schemas,
-    select_tool_definitions,
+    offered_schemas,
 )
 from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
 from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent, Recipient
@@ -309,14 +308,7 @@ class FakeAgentTools:
             capabilities = (
                 self.capabilities if self.capabilities is not None else DEFAULT_CAPABILITIES
             )
-        offered = select_tool_definitions(
-            capabilities=capabilities,
-            include_tools=include_tools,
-            exclude_tools=exclude_tools,
-            include_categories=include_categories,
-        )
-        self.offered_tools = (self.offered_tools or frozenset()) | {d.name for d in offered}
-        return get_tool_schemas(
+        schemas, offered = offered_schemas(
             fmt,
             capabilities=capabilities,
             include_tools=include_tools,
@@ -324,6 +316,8 @@ class FakeAgentTools:
             include_categories=include_categories,
             custom_tools=custom_tools if custom_tools is not None else self.custom_tools,
         )
+        self.offered_tools = (self.offered_tools or frozenset()) | offered
+        return schemas
 
     def get_anthropic_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
         """:meth:`get_tool_schemas` in Anthropic's format."""

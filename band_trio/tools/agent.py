@@ -33,6 +33,7 @@ from band_trio.errors import (
 from band_trio.runtime.roster import Roster, available_handles, resolve_mention
 from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
 from band_trio.tools._schema import validate_params
+from band_trio.tools.contacts import ContactTools
 from band_trio.tools.content import is_visible, truncate_event_content
 from band_trio.tools.custom import CustomTools
 from band_trio.tools.definitions import (
@@ -41,10 +42,10 @@ from band_trio.tools.definitions import (
     ToolCategory,
     ToolDefinition,
     get_tool_definition,
-    get_tool_schemas,
+    offered_schemas,
     select_tool_definitions,
 )
-from band_trio.tools.inputs import types_for_system
+from band_trio.tools.inputs import memory_metadata, types_for_system
 from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
 from band_trio.wire.models import (
     Attachment,
@@ -233,6 +234,8 @@ class AgentTools:
         custom_tools: CustomTools | None = None,
     ) -> None:
         self._rest = rest
+        # The contact operations shared with CALLBACK handlers (one implementation).
+        self._contacts = ContactTools(rest)
         self._room_id = room_id
         self._agent_id = agent_id
         self._participants: list[ChatParticipant] = list(participants)
@@ -488,6 +491,7 @@ class AgentTools:
                 "role": p.role,
                 "status": p.status,
                 "online": p.online,
+                "avatar_url": p.avatar_url,
             }
             for p in fresh
         ]
@@ -576,8 +580,7 @@ class AgentTools:
     @_tool("band_add_contact")
     async def add_contact(self, handle: str, message: str | None = None) -> dict[str, Any]:
         """Send a contact request; the status is ``pending`` or ``approved``."""
-        result = await self._rest.add_contact(handle, message=message)
-        return {"id": result.id, "status": result.status}
+        return await self._contacts.add_contact(handle, message)
 
     @_tool("band_remove_contact")
     async def remove_contact(
@@ -588,12 +591,7 @@ class AgentTools:
         Raises:
             BandToolError: neither ``handle`` nor ``contact_id`` was given.
         """
-        if not handle and not contact_id:
-            raise BandToolError("Either handle or contact_id must be provided")
-        result = await self._rest.remove_contact(
-            handle=handle or None, contact_id=contact_id or None
-        )
-        return {"status": result.status}
+        return await self._contacts.remove_contact(handle, contact_id)
 
     @_tool("band_list_contact_requests")
     async def list_contact_requests(
@@ -618,14 +616,10 @@ class AgentTools:
         """Approve, reject or cancel a contact request.
 
         Raises:
-            BandToolError: neither ``handle`` nor ``request_id`` was given.
+            BandToolError: an unknown action, or neither ``handle`` nor
+                ``request_id`` was given.
         """
-        if not handle and not request_id:
-            raise BandToolError("Either handle or request_id must be provided")
-        result = await self._rest.respond_contact_request(
-            action, handle=handle or None, request_id=request_id or None
-        )
-        return {"id": result.id, "status": result.status}
+        return await self._contacts.respond_contact_request(action, handle, request_id)
 
     # -------------------------------------------------------------- memories
 
@@ -641,12 +635,22 @@ class AgentTools:
         page_size: int = 50,
         status: str | None = None,
     ) -> dict[str, Any]:
-        """List memories; only the filters given are sent."""
+        """List memories; only the filters given are sent.
+
+        ``scope="organization"`` lists the organization's shared memories (from
+        every agent of the organization, ``memory_scope=org``); any other scope
+        lists this agent's own memories.
+
+        Raises:
+            BandToolError: organization memories for an agent without an
+                organization.
+        """
         try:
             result = await self._rest.list_memories(
                 limit=page_size,
                 subject_id=subject_id,
                 scope=scope,
+                memory_scope="org" if scope == "organization" else None,
                 system=system,
                 type=type,
                 segment=segment,
@@ -674,16 +678,21 @@ class AgentTools:
         thought: str,
         scope: str,
         subject_id: str | None = None,
-        tags: Sequence[str] | None = None,
-        references: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Store a memory.
 
+        ``metadata`` may carry ``tags`` and ``references`` (lists of strings).
+
         Raises:
             BandToolError: ``type`` does not belong to ``system``, a subject memory
-                without ``subject_id``, or an organization memory for an agent
-                without an organization.
+                without ``subject_id``, bad ``metadata``, or an organization memory
+                for an agent without an organization.
         """
+        try:
+            tags, references = memory_metadata(metadata)
+        except ValueError as exc:
+            raise BandToolError(str(exc)) from None
         allowed = types_for_system(system)
         if type not in allowed:
             raise BandToolError(
@@ -1030,22 +1039,15 @@ class AgentTools:
         Raises:
             ValueError: an unknown format, capability or category.
         """
-        caps = self._effective_capabilities(capabilities)
-        schemas = get_tool_schemas(
+        schemas, offered = offered_schemas(
             fmt,
-            capabilities=caps,
+            capabilities=self._effective_capabilities(capabilities),
             include_tools=include_tools,
             exclude_tools=exclude_tools,
             include_categories=include_categories,
             custom_tools=custom_tools if custom_tools is not None else self._custom_tools,
         )
-        offered = select_tool_definitions(
-            capabilities=caps,
-            include_tools=include_tools,
-            exclude_tools=exclude_tools,
-            include_categories=include_categories,
-        )
-        self._offered = (self._offered or frozenset()) | {d.name for d in offered}
+        self._offered = (self._offered or frozenset()) | offered
         return schemas
 
     @property

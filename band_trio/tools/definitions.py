@@ -32,6 +32,7 @@ __all__ = [
     "get_openai_tool_schemas",
     "get_tool_definition",
     "get_tool_schemas",
+    "offered_schemas",
     "render_schema",
     "select_tool_definitions",
 ]
@@ -301,6 +302,32 @@ def get_tool_schemas(
     Raises:
         ValueError: an unknown format, capability or category.
     """
+    schemas, _ = offered_schemas(
+        fmt,
+        capabilities=capabilities,
+        include_tools=include_tools,
+        exclude_tools=exclude_tools,
+        include_categories=include_categories,
+        custom_tools=custom_tools,
+    )
+    return schemas
+
+
+def offered_schemas(
+    fmt: SchemaFormat,
+    *,
+    capabilities: Iterable[Capability | str] | None = None,
+    include_tools: Iterable[str] | None = None,
+    exclude_tools: Iterable[str] | None = None,
+    include_categories: Iterable[ToolCategory | str] | None = None,
+    custom_tools: CustomTools | None = None,
+) -> tuple[list[dict[str, Any]], frozenset[str]]:
+    """:func:`get_tool_schemas`, plus the names of the platform tools it offers
+    (what a tools object then lets a model call).
+
+    Raises:
+        ValueError: an unknown format, capability or category.
+    """
     if fmt not in ("anthropic", "openai"):
         raise ValueError(f"Invalid format: {fmt}. Must be 'openai' or 'anthropic'")
     selected = select_tool_definitions(
@@ -312,7 +339,7 @@ def get_tool_schemas(
     out = [render_schema(d, fmt) for d in selected]
     if custom_tools is not None:
         out.extend(render_schema(d, fmt) for d in custom_tools.definitions())
-    return out
+    return out, frozenset(d.name for d in selected)
 
 
 def get_anthropic_tool_schemas(

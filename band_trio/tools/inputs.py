@@ -47,6 +47,7 @@ __all__ = [
     "StoreMemoryInput",
     "SupersedeMemoryInput",
     "UpdateTaskInput",
+    "memory_metadata",
     "types_for_system",
 ]
 
@@ -64,6 +65,39 @@ _TYPES_BY_SYSTEM: dict[str, tuple[str, ...]] = {
 def types_for_system(system: str) -> tuple[str, ...]:
     """The memory types allowed for a memory ``system``."""
     return _TYPES_BY_SYSTEM.get(system, ())
+
+
+_METADATA_KEYS = ("tags", "references")
+
+
+def memory_metadata(
+    metadata: Mapping[str, Any] | None,
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """The ``tags`` and ``references`` of a memory's ``metadata`` argument.
+
+    Raises:
+        ValueError: an unknown key, or a value that is not a list of strings.
+    """
+    if metadata is None:
+        return None, None
+    unknown = sorted(str(k) for k in metadata if k not in _METADATA_KEYS)
+    if unknown:
+        raise ValueError(
+            f"metadata: unknown key(s) {', '.join(unknown)}; only 'tags' and 'references' "
+            "are accepted"
+        )
+    out: list[tuple[str, ...] | None] = []
+    for key in _METADATA_KEYS:
+        value = metadata.get(key)
+        if value is None:
+            out.append(None)
+            continue
+        if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+            raise ValueError(f"metadata.{key}: must be a list of strings")
+        if not all(isinstance(v, str) for v in value):
+            raise ValueError(f"metadata.{key}: must be a list of strings")
+        out.append(tuple(value))
+    return out[0], out[1]
 
 
 _MENTIONS = (
@@ -330,14 +364,15 @@ class StoreMemoryInput:
         "'subject'. Use a real id from band_get_participants or band_lookup_peers.",
         default=None,
     )
-    tags: tuple[str, ...] | None = arg(
-        "Optional labels that help find the memory later.", default=None
-    )
-    references: tuple[str, ...] | None = arg(
-        "Optional references backing the memory (message ids, URLs, ...).", default=None
+    metadata: Mapping[str, Any] | None = arg(
+        "Optional extra data, an object with up to two keys: 'tags' (a list of labels "
+        "that help find the memory later) and 'references' (a list of message ids, "
+        "URLs, ... backing it).",
+        default=None,
     )
 
     def __attrs_post_init__(self) -> None:
+        memory_metadata(self.metadata)
         allowed = types_for_system(self.system)
         if self.type not in allowed:
             raise ValueError(

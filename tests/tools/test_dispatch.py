@@ -431,7 +431,9 @@ async def test_nothing_escapes_execute_tool_call(
     autojump_clock: trio.abc.Clock, name: str, args: Any, answer: httpx.Response
 ) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(answer.status_code, content=answer.content, headers=answer.headers)
+        # every answer, success or error, carries a header that must never surface
+        headers = {**answer.headers, "x-secret-header": "do-not-leak"}
+        return httpx.Response(answer.status_code, content=answer.content, headers=headers)
 
     hooks = RecordingHooks()
     async with RestClient(
@@ -446,7 +448,8 @@ async def test_nothing_escapes_execute_tool_call(
     if result.is_error:
         assert isinstance(result.value, str)
         assert result.error_kind is not None
-        assert API_KEY not in result.value
+        for secret in (API_KEY, "do-not-leak", "x-secret-header", "headers:"):
+            assert secret not in result.value
         assert hooks.effects == []
     else:
         json.dumps(result.value)  # always JSON-compatible

@@ -186,6 +186,8 @@ async def test_participants_peers_add_remove(world: World) -> None:
 
     listed = await world.call("band_get_participants")
     assert {p["id"] for p in listed.value} >= {world.agent_id, world.helper_id}
+    for p in listed.value:
+        assert set(p) == {"id", "name", "handle", "type", "role", "status", "online", "avatar_url"}
 
     missing = await world.call("band_add_participant", {"identifier": "nobody-at-all"})
     assert missing.error_kind is ToolErrorKind.TOOL_ERROR
@@ -277,7 +279,7 @@ MEMORY = {
     "segment": "user",
     "thought": "so I keep replies brief",
     "scope": "agent",
-    "tags": ["style"],
+    "metadata": {"tags": ["style"], "references": ["msg-1"]},
 }
 
 
@@ -286,6 +288,8 @@ async def test_memories_round_trip(world: World) -> None:
     assert not stored.is_error, stored.text
     memory_id = stored.value["id"]
     assert stored.value["content"] == MEMORY["content"]
+    assert stored.value["metadata"]["tags"] == ["style"]
+    assert stored.value["metadata"]["references"] == ["msg-1"]
 
     listed = await world.call("band_list_memories", {"content_query": "short"})
     assert [m["id"] for m in listed.value["data"]] == [memory_id]
@@ -303,12 +307,58 @@ async def test_memories_round_trip(world: World) -> None:
     assert world.hooks.effects.count(ToolEffect.ACT) == 4
 
 
+async def test_organization_memories_are_shared(world: World) -> None:
+    """scope 'organization' lists what any agent of the organization shared."""
+    helper = next(a for a in world.platform.agents if a.id == world.helper_id)
+    with trio.fail_after(10):
+        async with RestClient(base_url=world.platform.rest_url, api_key=helper.api_key) as rest:
+            theirs = AgentTools(rest=rest, room_id="none", agent_id=helper.id, participants=())
+            shared = await theirs.execute_tool_call(
+                "band_store_memory", {**MEMORY, "scope": "organization", "content": "shared"}
+            )
+            private = await theirs.execute_tool_call(
+                "band_store_memory", {**MEMORY, "content": "private to helper"}
+            )
+    assert not shared.is_error, shared.text
+    assert not private.is_error, private.text
+    org = await world.call("band_list_memories", {"scope": "organization"})
+    assert [m["id"] for m in org.value["data"]] == [shared.value["id"]], org.text
+    own = await world.call("band_list_memories")
+    assert own.value["data"] == []
+    got = await world.call("band_get_memory", {"memory_id": shared.value["id"]})
+    assert got.value["content"] == "shared"
+    # only the agent that stored it may change it
+    refused = await world.call("band_archive_memory", {"memory_id": shared.value["id"]})
+    assert refused.error_kind is ToolErrorKind.PLATFORM_ERROR
+    assert "HTTP 403" in refused.text
+
+
 async def test_memory_errors(world: World, band_platform: LocalPlatform) -> None:
     missing = await world.call("band_get_memory", {"memory_id": "does-not-exist"})
     assert missing.error_kind is ToolErrorKind.PLATFORM_ERROR
     assert "HTTP 404" in missing.text
     mismatch = await world.call("band_store_memory", {**MEMORY, "system": "sensory"})
     assert mismatch.error_kind is ToolErrorKind.INVALID_ARGUMENTS
+    assert "expected one of: iconic, echoic, haptic" in mismatch.text
+    subject = await world.call("band_store_memory", {**MEMORY, "scope": "subject"})
+    assert subject.error_kind is ToolErrorKind.INVALID_ARGUMENTS
+    assert "retry with scope 'agent'" in subject.text
+    bad_meta = await world.call("band_store_memory", {**MEMORY, "metadata": {"color": "red"}})
+    assert bad_meta.error_kind is ToolErrorKind.INVALID_ARGUMENTS
+    assert "only 'tags' and 'references'" in bad_meta.text
+    bad_tags = await world.call("band_store_memory", {**MEMORY, "metadata": {"tags": "x"}})
+    assert "metadata.tags: must be a list of strings" in bad_tags.text
+    for tool in ("band_get_memory", "band_supersede_memory", "band_archive_memory"):
+        bad_id = await world.call(tool, {"memory_id": "../etc"})
+        assert bad_id.error_kind is ToolErrorKind.INVALID_ARGUMENTS, tool
+        gone = await world.call(tool, {"memory_id": "does-not-exist"})
+        assert gone.error_kind is ToolErrorKind.PLATFORM_ERROR, tool
+        assert "HTTP 404" in gone.text, tool
+    bounds = await world.call("band_list_memories", {"page_size": 51})
+    assert bounds.error_kind is ToolErrorKind.INVALID_ARGUMENTS
+    assert world.hooks.effects == []
+    # nothing was stored by the refused calls
+    assert (await world.call("band_list_memories", {"status": "all"})).value["data"] == []
 
     loner = band_platform.create_user("Loner", "loner")
     agent = band_platform.register_agent("Solo", "An agent without organization.", owner=loner)
@@ -318,8 +368,11 @@ async def test_memory_errors(world: World, band_platform: LocalPlatform) -> None
             result = await tools.execute_tool_call(
                 "band_store_memory", {**MEMORY, "scope": "organization"}
             )
+            listed = await tools.execute_tool_call("band_list_memories", {"scope": "organization"})
     assert result.error_kind is ToolErrorKind.TOOL_ERROR
     assert 'Retry with scope="agent"' in result.text
+    assert listed.error_kind is ToolErrorKind.TOOL_ERROR, listed.text
+    assert 'Retry with scope="agent"' in listed.text
 
 
 # ------------------------------------------------------------------ files

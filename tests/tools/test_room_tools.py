@@ -207,6 +207,7 @@ async def test_get_participants_replaces_the_snapshot(
             "role": "owner",
             "status": "active",
             "online": False,
+            "avatar_url": None,
         }
     ]
     assert [p.id for p in tools.participants] == ["u9"]
