@@ -142,22 +142,25 @@ async def test_string_error_body_becomes_message() -> None:
     assert info.value.message == "unauthorized"
 
 
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner)
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+# Named functions, not lambdas: Hypothesis reads a lambda's source to describe a
+# strategy, which is fragile for lambdas inside multi-line expressions.
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    _containers,
     max_leaves=8,
 )
-_bodies = (
-    st.binary(max_size=64)
-    | _json.map(lambda v: json.dumps(v).encode())
-    | st.fixed_dictionaries(
-        {
-            "error": st.dictionaries(
-                st.sampled_from(["code", "message", "request_id", "details"]), _json
-            )
-        }
-    ).map(lambda v: json.dumps(v).encode())
+_error_objects = st.fixed_dictionaries(
+    {"error": st.dictionaries(st.sampled_from(["code", "message", "request_id", "details"]), _json)}
 )
+_bodies = st.binary(max_size=64) | _json.map(_encode) | _error_objects.map(_encode)
 
 
 @settings(
