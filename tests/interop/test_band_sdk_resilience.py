@@ -56,13 +56,17 @@ async def test_official_sdk_recovers_when_the_platform_drops_its_socket(
                     await platform.wait_for(lambda: topics <= platform.hub.joined_topics(agent.id))
                     (first,) = platform.hub.connections(agent.id)
 
+                    # Refuse every upgrade while the agent is away, so the messages
+                    # below are certainly posted while it has no socket (no timing
+                    # assumption about its reconnect delay).
+                    platform.faults.add("GET", r"^/api/v1/socket/websocket$", 503, count=10_000)
                     # No close frame: the client sees an abnormal drop (1006).
                     assert await platform.drop_agent_sockets(agent.id) == 1
                     # Posted while the agent is away: no push can reach it, so
                     # only the /next resync after the reconnect can answer these.
                     missed = await post_round(human, agent.id, agent.handle, rooms, "missed")
-                    # (The SDK waits at least 0.25 s before reconnecting, §1.7.2.)
                     assert platform.hub.connections(agent.id) == []
+                    platform.faults.clear()
 
                     def rejoined() -> bool:
                         conns = platform.hub.connections(agent.id)

@@ -172,11 +172,15 @@ async def test_band_trio_link_recovers_when_the_platform_drops_its_socket(
                 echo = WireEcho(agent.id, rest, link)
                 await nursery.start(echo.serve)
                 (first,) = platform.hub.connections(agent.id)
+                # Refuse every upgrade while the link is away, so the messages
+                # below are certainly posted while it has no socket.
+                platform.faults.add("GET", r"^/api/v1/socket/websocket$", 503, count=10_000)
                 assert await platform.drop_agent_sockets(agent.id) == 1
                 # Posted while the link is down: only the resync that follows
                 # LinkReconnected can find these.
                 missed = await post_round(human, agent.id, agent.handle, rooms, "missed")
                 assert platform.hub.connections(agent.id) == []
+                platform.faults.clear()
 
                 def rejoined() -> bool:
                     conns = platform.hub.connections(agent.id)
