@@ -7,10 +7,14 @@ or ``async with band_trio.open_agent(...)``. Implement an adapter by subclassing
 platform for offline development and tests.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from band_trio.agent import Agent, AgentStatistics, open_agent
 from band_trio.errors import *  # noqa: F403
 from band_trio.errors import __all__ as _errors_all
-from band_trio.local import HumanClient, LocalPlatform, open_local_platform
+
+if TYPE_CHECKING:
+    from band_trio.local import HumanClient, LocalPlatform, open_local_platform
 from band_trio.runtime.config import AgentConfig, AgentSettings, ConflictPolicy
 from band_trio.runtime.platform import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
@@ -57,6 +61,21 @@ from band_trio.wire.models import (
 )
 
 __version__ = "0.1.0"
+
+_LOCAL_NAMES = frozenset({"HumanClient", "LocalPlatform", "open_local_platform"})
+
+
+def __getattr__(name: str) -> Any:
+    # The local platform (Hypercorn, h2, ...) is imported on first use only: an
+    # agent process never needs it, and importing it costs ~17 MiB of RSS.
+    if name in _LOCAL_NAMES:
+        import band_trio.local
+
+        value = getattr(band_trio.local, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     *_errors_all,
