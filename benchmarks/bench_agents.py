@@ -423,6 +423,8 @@ class RunResult:
     ws_connects: int | None = None
     http_requests_during_load: int | None = None
     startup_s: float | None = None
+    #: start of the process until every topic is joined (no quiet window)
+    joined_s: float | None = None
     post_span_s: float | None = None
     exit_status: int | None = None
     agent_cpu_util: float | None = None
@@ -470,6 +472,7 @@ async def run_workload(
                 lambda: topics <= platform.hub.joined_topics(agent.id),
                 "connecting and joining its rooms",
             )
+            result.joined_s = time.monotonic() - t0
             await wait_quiet(counters, proc)
         result.startup_s = time.monotonic() - t0 - QUIET_WINDOW
         result.rss_idle_kib = status_kib(proc.pid, "VmRSS")
@@ -614,6 +617,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("max_http_connections", "max HTTP conns open", "{:d}"),
     ("tcp_connects_during_load", "TCP connects (load)", "{:d}"),
     ("tcp_connects", "TCP connects (total)", "{:d}"),
+    ("joined_s", "all rooms joined (s)", "{:.2f}"),
     ("startup_s", "start-up (s)", "{:.2f}"),
     ("post_span_s", "first to last post (s)", "{:.2f}"),
     ("agent_cpu_util", "agent CPU busy (load)", "{:.0%}"),
