@@ -292,6 +292,12 @@ class AgentEngine:
             self._reconnects += 1
         if not self._accepting or self._nursery is None:
             return
+        # Owed at once, not only after the (possibly slow) re-listing below: a
+        # message arriving meanwhile must see participants added while the
+        # socket was down, and messages missed meanwhile are drained now.
+        for slot in self._rooms.values():
+            if slot.serving and not slot.removed:
+                slot.room.request_resync(refresh_roster=True)
         if self._relisting:
             self._relist_again = True
             return
