@@ -12,7 +12,7 @@ prints ``READY`` on stdout once started and exits 0 on SIGINT or SIGTERM after
 a graceful shutdown.
 
 ``BAND_BENCH_REST_POOL=<n>`` (an experiment knob) sizes the REST connection
-pool (default: band-trio's default, 32). With ``BAND_BENCH_PROFILE=<file>`` it runs under cProfile and writes the stats
+pool (default: band-trio's default, 16). With ``BAND_BENCH_PROFILE=<file>`` it runs under cProfile and writes the stats
 to that file on exit (``python -m pstats <file>`` to read them).
 """
 
