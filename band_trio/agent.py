@@ -23,13 +23,14 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import attrs
 import trio
 
+from band_trio._util import one_error
 from band_trio.errors import BandConfigError, BandError, RateLimitError
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.engine import AgentEngine
@@ -103,39 +104,6 @@ class AgentStatistics:
 @attrs.define
 class _RunState:
     started: bool = False
-
-
-def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one real error of a nursery's group, or the group itself.
-
-    Cancellations are ignored when picking; if exactly one other error is left,
-    that is what the caller sees.
-    """
-
-    def leaves(exc: BaseException) -> list[BaseException]:
-        if isinstance(exc, BaseExceptionGroup):
-            out: list[BaseException] = []
-            for sub in exc.exceptions:
-                out.extend(leaves(sub))
-            return out
-        return [exc]
-
-    real = [e for e in leaves(group) if not isinstance(e, trio.Cancelled)]
-    if len(real) == 1:
-        return real[0]
-    return group
-
-
-@contextmanager
-def _one_error() -> Iterator[None]:
-    """Re-raise a nursery's group as its one real error (see :func:`_collapse`)."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        real = _collapse(group)
-        if real is group:
-            raise
-        raise real from None
 
 
 class Agent:
@@ -252,7 +220,7 @@ class Agent:
         self._serving = True
         self._shutdown_requested = trio.Event()
         try:
-            with _one_error():
+            with one_error():
                 await self._serve_guarded(task_status)
         finally:
             self._serving = False
@@ -516,7 +484,7 @@ async def open_agent(
         contact_config=contact_config,
         handle_signals=handle_signals,
     )
-    with _one_error():
+    with one_error():
         async with trio.open_nursery() as nursery:
             await nursery.start(agent.serve)
             try:

@@ -15,6 +15,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
+from band_trio._util import one_error
 from band_trio.errors import APIStatusError, BandConfigError
 from band_trio.local._input import invalid, not_found
 from band_trio.local.app import WS_PATH, BandApp
@@ -157,6 +158,9 @@ class LocalPlatform:
             config.accesslog = None
             config.errorlog = logging.getLogger("band_trio.local.server")
             config.keep_alive_timeout = 30.0
+            # Hypercorn closes a keep-alive connection after 1,000 requests by
+            # default, which makes a busy client's pool reconnect for no reason.
+            config.keep_alive_max_requests = 2**31
             async with trio.open_nursery() as nursery:
                 await nursery.start(partial(hypercorn_serve, self._app, config))  # type: ignore[arg-type]
                 host = f"[{self.host}]" if ":" in self.host else self.host
@@ -384,14 +388,10 @@ async def open_local_platform(**kwargs: Any) -> AsyncIterator[LocalPlatform]:
     never as an ExceptionGroup of one.
     """
     platform = LocalPlatform(**kwargs)
-    try:
+    with one_error():
         async with trio.open_nursery() as nursery:
             await nursery.start(platform.serve)
             try:
                 yield platform
             finally:
                 nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1:
-            raise group.exceptions[0] from None
-        raise
