@@ -179,6 +179,32 @@ def band_sdk_command() -> list[str]:
 #: Extra environment per contender (``--trio-env`` / ``--sdk-env``), for experiments.
 EXTRA_ENV: dict[str, dict[str, str]] = {c: {} for c in CONTENDERS}
 
+#: Where band-trio's compiled bytecode lives for the runs (set by ``bench``).
+TRIO_PYCACHE: Path | None = None
+
+
+def compile_band_trio(cache: Path) -> None:
+    """Compile band-trio's environment (its site-packages, ``band_trio``, the
+    peer) to bytecode under ``cache`` (a ``PYTHONPYCACHEPREFIX``), outside the
+    source tree and the venv.
+
+    band-sdk's environment is built by pip, which compiles bytecode at install;
+    ``uv sync`` does not, and this machine sets ``PYTHONDONTWRITEBYTECODE=1``,
+    so without this every band-trio start compiled every module it imports from
+    source: ~0.5 s of CPU and a transient ~10 MiB on its peak RSS that band-sdk
+    never paid. A deployed agent has its bytecode, as band-sdk's has here.
+    """
+    import sysconfig
+
+    dirs = [sysconfig.get_paths()["purelib"], str(REPO / "band_trio"), str(HERE / "peers")]
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(cache)}
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", *dirs],
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+    )
+
 
 def agent_env(
     contender: str, agent: AgentCredentials, platform: LocalPlatform, workdir: Path
@@ -203,6 +229,8 @@ def agent_env(
             "PYTHONUNBUFFERED": "1",
         }
     )
+    if contender == "band-trio" and TRIO_PYCACHE is not None:
+        env["PYTHONPYCACHEPREFIX"] = str(TRIO_PYCACHE)
     env.update(EXTRA_ENV[contender])
     return env
 
@@ -795,7 +823,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         workloads = ((args.rooms or 20, args.messages or 20),)
     results: list[RunResult] = []
     baselines: dict[str, RunResult] = {}
+    global TRIO_PYCACHE
     with tempfile.TemporaryDirectory(prefix="band-bench-") as tmp:
+        if "band-trio" in contenders and not args.no_bytecode:
+            TRIO_PYCACHE = Path(tmp) / "pycache"
+            print("[band-trio] compiling its environment to bytecode", file=sys.stderr)
+            await trio.to_thread.run_sync(compile_band_trio, TRIO_PYCACHE)
         for contender in contenders:
             print(f"[{contender}] idle baseline (no rooms)", file=sys.stderr)
             base = await measure(
@@ -840,6 +873,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
         "command": " ".join(["benchmarks/bench_agents.py", *sys.argv[1:]]),
         "extra_env": EXTRA_ENV,
+        "band_trio_bytecode": TRIO_PYCACHE is not None,
         "baselines": [attrs.asdict(b) for b in baselines.values()],
         "results": [attrs.asdict(r) for r in results],
     }
@@ -857,6 +891,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds per workload")
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per workload and contender (medians shown)"
+    )
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="run band-trio without precompiled bytecode (as the runs before 2026-11-30 06:10)",
     )
     parser.add_argument(
         "--profile",
