@@ -1,5 +1,6 @@
-"""Testing helpers for band-trio users: the local-platform pytest fixture, fakes,
-and the adapter conformance kit."""
+"""Testing helpers for band-trio users: the ``band_platform`` pytest fixture (a
+local Band platform per test, from :mod:`band_trio.testing.plugin`) and
+:class:`FakeAgentTools` for adapter unit tests."""
 
 from typing import Any
 
