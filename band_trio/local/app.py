@@ -46,6 +46,11 @@ SUNSET = "Thu, 01 Oct 2026 00:00:00 GMT"
 _DEPRECATION = [("deprecation", "true"), ("sunset", SUNSET)]
 
 
+# The machine codes the platform puts on refused WebSocket upgrades (protocol.md
+# §1.4); REST errors of the same status use the generic codes of ``_input``.
+_UPGRADE_REFUSAL_CODES = {429: "too_many_requests", 503: "tracking_failed"}
+
+
 @attrs.define
 class Response:
     """An HTTP answer."""
@@ -348,7 +353,12 @@ class BandApp:
             await self._refuse(
                 scope,
                 send,
-                self.fault_error(fault.status, fault.code, fault.message, fault.retry_after),
+                self.fault_error(
+                    fault.status,
+                    fault.code or _UPGRADE_REFUSAL_CODES.get(fault.status),
+                    fault.message,
+                    fault.retry_after,
+                ),
                 request_id,
             )
             return

@@ -156,6 +156,8 @@ async def test_faults_through_admin_api_and_on_upgrades(
             refused = await upgrade_status(band_platform, {"x-api-key": demo.api_key}, demo.id)
             assert refused.status_code == 429
             assert refused.json()["error"]["retry_after"] == 7
+            # The upgrade refusal codes of protocol.md §1.4.
+            assert refused.json()["error"]["code"] == "too_many_requests"
             assert refused.headers["retry-after"] == "7"
             assert_error(await client.post("/faults", json={"path": "(", "status": 500}), 422)
             assert_error(await client.post("/faults", json={"path": "x", "status": 99}), 422)
@@ -163,6 +165,17 @@ async def test_faults_through_admin_api_and_on_upgrades(
             await client.post("/faults", json={"path": "/me$", "status": 500})
             assert (await client.delete("/faults")).status_code == 204
     assert band_platform.faults.pending == []
+
+
+async def test_upgrade_fault_503_uses_the_tracking_failed_code(
+    band_platform: LocalPlatform, demo: AgentCredentials
+) -> None:
+    band_platform.faults.add("GET", "/socket/websocket", 503, retry_after=2)
+    with trio.fail_after(IO_DEADLINE):
+        refused = await upgrade_status(band_platform, {"x-api-key": demo.api_key}, demo.id)
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "tracking_failed"
+    assert refused.json()["error"]["retry_after"] == 2
 
 
 async def test_fault_delay_hangs_until_the_client_gives_up(
