@@ -32,7 +32,8 @@ class PlatformRuntime:
         settings: who the agent is and where the platform lives.
         config: the runtime's knobs.
         link_options: extra keyword arguments for :class:`~band_trio.wire.link.BandLink`
-            (for example ``config=LinkConfig(...)`` or ``on_conflict="reject"``).
+            (for example ``config=LinkConfig(...)``); an ``on_conflict`` given
+            here overrides ``config.conflict_policy``.
         rest_options: extra keyword arguments for :class:`~band_trio.wire.rest.RestClient`
             (for example ``config=RestConfig(...)`` or a test ``transport``).
     """
@@ -103,14 +104,20 @@ class PlatformRuntime:
             self._rest = None
 
     def make_link(self) -> BandLink:
-        """A fresh WebSocket link for one run."""
+        """A fresh WebSocket link for one run.
+
+        Its ``on_conflict`` is ``config.conflict_policy`` unless ``link_options``
+        names one.
+        """
         from band_trio.wire.link import BandLink
 
+        options: dict[str, Any] = {"on_conflict": self.config.conflict_policy}
+        options.update(self._link_options)
         return BandLink(
             agent_id=self.settings.agent_id,
             api_key=self.settings.api_key,
             ws_url=self.settings.ws_url,
-            **self._link_options,
+            **options,
         )
 
     def __repr__(self) -> str:
