@@ -16,12 +16,16 @@ with scope ``agent`` targets every room the agent serves; no ``room_id`` with
 scope ``room`` is ignored. Signals are de-duplicated by ``correlation_id`` (a
 bounded LRU); an id is remembered only once the signal reached a room, so a copy
 re-sent after the room is served still applies.
+
+An ``interrupt`` or ``stop`` that reaches a room also calls ``notify(room_id,
+mode)`` once for that room (the engine queues the adapter's optional
+``on_interrupt`` hook there; it never runs here).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from band_trio.runtime.room import Room
 from band_trio.runtime.schedule import ControlDeduplicator
@@ -38,10 +42,19 @@ class ControlHandler:
     Args:
         agent_id: the agent's id (signals for another agent are ignored).
         dedupe_size: how many correlation ids are remembered.
+        notify: called with ``(room_id, mode)`` for each room an ``interrupt``
+            or ``stop`` reached; it must not block.
     """
 
-    def __init__(self, *, agent_id: str, dedupe_size: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        dedupe_size: int = 256,
+        notify: Callable[[str, str], None] | None = None,
+    ) -> None:
         self._agent_id = agent_id
+        self._notify = notify
         self._dedupe = ControlDeduplicator(dedupe_size)
         self.applied = 0
         self.duplicates = 0
@@ -73,6 +86,12 @@ class ControlHandler:
             return 0
         for room in targets:
             _apply_one(signal.mode, room)
+        if self._notify is not None and signal.mode in ("interrupt", "stop"):
+            for room in targets:
+                try:
+                    self._notify(room.room_id, signal.mode)
+                except Exception:
+                    logger.exception("could not queue on_interrupt for room %s", room.room_id)
         if correlation_id:
             self._dedupe.record(correlation_id)
         self.applied += 1

@@ -13,6 +13,13 @@ turn starts anywhere), waits for running turns under ONE global deadline, then
 cancels what is left; every room's cleanup runs concurrently, so the time a
 shutdown takes does not grow with the number of rooms (reference runtime.md §9
 item 9).
+
+When the adapter has an ``on_interrupt(room_id, mode)`` coroutine method, it is
+called once for every room an applied ``interrupt`` or ``stop`` signal reached
+(runtime.md §8.84, §8.85). The dispatcher only queues the call (bounded, never
+blocking); a small pool of tasks runs the calls concurrently, each under
+``_INTERRUPT_HOOK_TIMEOUT``, so a slow hook neither holds later signals nor
+other rooms' hooks. Errors are logged and swallowed.
 """
 
 from __future__ import annotations
@@ -39,6 +46,12 @@ _LEAVE_TIMEOUT = 5.0
 _CONTACT_BUFFER = 256
 """Contact events waiting for the contact handler (beyond it they are dropped, counted)."""
 _MAX_HELD_SYNTHETIC = 1000
+_INTERRUPT_BUFFER = 256
+"""``on_interrupt`` calls waiting to run (beyond it they are dropped, logged)."""
+_INTERRUPT_WORKERS = 8
+"""``on_interrupt`` calls that may run at once (for different signals or rooms)."""
+_INTERRUPT_HOOK_TIMEOUT = 2.0
+"""Seconds one ``on_interrupt`` call may take before it is cancelled."""
 
 
 @attrs.frozen
@@ -94,8 +107,15 @@ class AgentEngine:
         self._contacts: Any = None
         self._contact_send, self._contact_recv = trio.open_memory_channel[Any](_CONTACT_BUFFER)
         self._contact_overflows = 0
+        hook = getattr(services.adapter, "on_interrupt", None)
+        self._on_interrupt: Any = hook if callable(hook) else None
+        self._interrupt_send, self._interrupt_recv = trio.open_memory_channel[tuple[str, str]](
+            _INTERRUPT_BUFFER
+        )
         self.control = ControlHandler(
-            agent_id=services.agent_id, dedupe_size=self._config.control_dedupe_size
+            agent_id=services.agent_id,
+            dedupe_size=self._config.control_dedupe_size,
+            notify=self._queue_interrupt if self._on_interrupt is not None else None,
         )
         self.dispatcher = Dispatcher(self, self.control)
 
@@ -143,6 +163,9 @@ class AgentEngine:
         """
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            if self._on_interrupt is not None:
+                for _ in range(_INTERRUPT_WORKERS):
+                    nursery.start_soon(self._interrupt_worker)
             nursery.start_soon(self.dispatcher.run, events)
             try:
                 listed = await self._list_rooms()
@@ -425,6 +448,31 @@ class AgentEngine:
             logger.warning("contact handling: could not prepare the hub room: %s", exc)
         async for event in self._contact_recv:
             await handler.handle(event)
+
+    # ------------------------------------------------------------------ on_interrupt
+
+    def _queue_interrupt(self, room_id: str, mode: str) -> None:
+        try:
+            self._interrupt_send.send_nowait((room_id, mode))
+        except trio.WouldBlock:
+            logger.warning(
+                "on_interrupt is behind; not calling it for %s in room %s", mode, room_id
+            )
+
+    async def _interrupt_worker(self) -> None:
+        async for room_id, mode in self._interrupt_recv:
+            with trio.move_on_after(_INTERRUPT_HOOK_TIMEOUT) as scope:
+                try:
+                    await self._on_interrupt(room_id, mode)
+                except Exception:
+                    logger.exception("adapter on_interrupt failed for room %s", room_id)
+            if scope.cancelled_caught:
+                logger.warning(
+                    "adapter on_interrupt(%s) for room %s took over %ss; cancelled",
+                    mode,
+                    room_id,
+                    _INTERRUPT_HOOK_TIMEOUT,
+                )
 
     # ------------------------------------------------------------------ shutdown
 
