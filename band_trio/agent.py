@@ -37,7 +37,7 @@ from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.platform import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
-from band_trio.runtime.room import RoomServices, RoomStatistics
+from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatistics
 from band_trio.runtime.types import (
     AgentToolsProtocol,
     FrameworkAdapter,
@@ -122,6 +122,14 @@ class Agent:
             agent does not subscribe to them.
         handle_signals: while serving in the main thread, SIGINT and SIGTERM
             start a graceful shutdown (``serve`` then returns normally).
+        on_participant_added: ``async (room_id, ParticipantAdded)`` awaited
+            in the room after its roster took the event; errors are logged and
+            swallowed, a call is cancelled after 10 s.
+        on_participant_removed: the same for ``ParticipantRemoved``.
+
+    Raises:
+        BandConfigError: a bad runtime, an adapter without the required hooks
+            or a callback that is not callable.
     """
 
     def __init__(
@@ -132,9 +140,17 @@ class Agent:
         *,
         contact_config: ContactEventConfig | None = None,
         handle_signals: bool = True,
+        on_participant_added: ParticipantCallback | None = None,
+        on_participant_removed: ParticipantCallback | None = None,
     ) -> None:
         if not isinstance(runtime, PlatformRuntime):
             raise BandConfigError("runtime must be a PlatformRuntime")
+        for name, callback in (
+            ("on_participant_added", on_participant_added),
+            ("on_participant_removed", on_participant_removed),
+        ):
+            if callback is not None and not callable(callback):
+                raise BandConfigError(f"{name} must be an async callable")
         for hook in ("on_started", "on_event", "on_cleanup"):
             if not callable(getattr(adapter, hook, None)):
                 raise BandConfigError(f"adapter {type(adapter).__name__} has no {hook}()")
@@ -145,6 +161,8 @@ class Agent:
         )
         self.handle_signals = handle_signals
         self.contact_config = contact_config
+        self.on_participant_added = on_participant_added
+        self.on_participant_removed = on_participant_removed
         self.agent_name: str | None = None
         self.agent_description: str | None = None
         self._engine: AgentEngine | None = None
@@ -165,11 +183,15 @@ class Agent:
         config: AgentConfig | None = None,
         contact_config: ContactEventConfig | None = None,
         handle_signals: bool = True,
+        on_participant_added: ParticipantCallback | None = None,
+        on_participant_removed: ParticipantCallback | None = None,
     ) -> Agent:
         """Build an agent; each setting not given is read from the environment.
 
         ``BAND_AGENT_ID``, ``BAND_API_KEY``, ``BAND_REST_URL`` and ``BAND_WS_URL``
-        (see :meth:`~band_trio.runtime.config.AgentSettings.from_env`).
+        (see :meth:`~band_trio.runtime.config.AgentSettings.from_env`). The
+        other arguments are those of :class:`Agent`; ``config.conflict_policy``
+        chooses what happens when another connection for the agent is live.
 
         Raises:
             BandConfigError: a setting is missing or invalid (the message names
@@ -185,6 +207,8 @@ class Agent:
             preprocessor,
             contact_config=contact_config,
             handle_signals=handle_signals,
+            on_participant_added=on_participant_added,
+            on_participant_removed=on_participant_removed,
         )
 
     def __repr__(self) -> str:
@@ -300,6 +324,8 @@ class Agent:
                     config=cfg,
                     make_tools=make_tools,
                     hub_room_id=hub_room_id,
+                    on_participant_added=self.on_participant_added,
+                    on_participant_removed=self.on_participant_removed,
                 )
                 engine = AgentEngine(services, link)
                 self._engine = engine
@@ -462,6 +488,8 @@ async def open_agent(
     config: AgentConfig | None = None,
     contact_config: ContactEventConfig | None = None,
     handle_signals: bool = False,
+    on_participant_added: ParticipantCallback | None = None,
+    on_participant_removed: ParticipantCallback | None = None,
 ) -> AsyncIterator[Agent]:
     """Run an agent for the duration of the block.
 
@@ -483,6 +511,8 @@ async def open_agent(
         config=config,
         contact_config=contact_config,
         handle_signals=handle_signals,
+        on_participant_added=on_participant_added,
+        on_participant_removed=on_participant_removed,
     )
     with one_error():
         async with trio.open_nursery() as nursery:

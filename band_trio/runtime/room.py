@@ -36,7 +36,7 @@ import logging
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
@@ -103,6 +103,12 @@ _MAX_SYSTEM_LINES: Final = 100
 _MAX_SYNTHETIC: Final = 1000
 """Synthetic (contacts hub) messages queued in a room; oldest dropped."""
 
+_PARTICIPANT_CALLBACK_TIMEOUT: Final = 10.0
+"""Seconds a participant callback may hold its room's worker before it is cancelled."""
+
+ParticipantCallback = Callable[[str, Any], Awaitable[None]]
+"""``on_participant_added`` / ``on_participant_removed``: ``(room_id, event)``."""
+
 _SCAN_PAGE_SIZE: Final = 100
 _SCAN_MAX_PAGES: Final = 50
 
@@ -130,6 +136,10 @@ class RoomServices:
         rng: randomness for the jittered first reconcile (seedable in tests).
         hub_room_id: the contacts hub room, when there is one (no activity
             reports there).
+        on_participant_added: awaited with ``(room_id, ParticipantAdded)``
+            after the roster took the event (runtime.md §8.65).
+        on_participant_removed: awaited with ``(room_id, ParticipantRemoved)``
+            after the roster dropped the participant.
     """
 
     agent_id: str
@@ -141,6 +151,8 @@ class RoomServices:
     make_tools: ToolsFactory
     rng: random.Random = attrs.field(factory=random.Random)
     hub_room_id: Callable[[], str | None] = lambda: None
+    on_participant_added: ParticipantCallback | None = None
+    on_participant_removed: ParticipantCallback | None = None
 
 
 @attrs.frozen
@@ -611,8 +623,11 @@ class Room:
                 self._roster.apply_added(item)
             except BandError as exc:
                 logger.warning("room %s: ignoring participant_added: %s", self.room_id, exc)
+                return
+            await self._participant_callback(self._svc.on_participant_added, item)
         elif isinstance(item, ParticipantRemoved):
             self._roster.apply_removed(item.id)
+            await self._participant_callback(self._svc.on_participant_removed, item)
         elif isinstance(item, MessageCreated):
             if _is_own(item, self._svc.agent_id):
                 self._skipped += 1  # own echo: never a turn, no REST call
@@ -625,6 +640,28 @@ class Room:
             outcome = await self._guarded_process(item)
             if outcome is _Outcome.RETRY:
                 self._defer()
+
+    async def _participant_callback(
+        self, callback: ParticipantCallback | None, event: ParticipantAdded | ParticipantRemoved
+    ) -> None:
+        # After the roster update (runtime.md §8.65); bounded, and a failure
+        # never reaches the worker.
+        if callback is None:
+            return
+        with trio.move_on_after(_PARTICIPANT_CALLBACK_TIMEOUT) as scope:
+            try:
+                await callback(self.room_id, event)
+            except Exception:
+                logger.exception(
+                    "room %s: participant callback for %s failed", self.room_id, event.EVENT
+                )
+        if scope.cancelled_caught:
+            logger.warning(
+                "room %s: participant callback for %s took over %ss; cancelled",
+                self.room_id,
+                event.EVENT,
+                _PARTICIPANT_CALLBACK_TIMEOUT,
+            )
 
     def _defer(self) -> None:
         assert self._schedule is not None
