@@ -16,7 +16,7 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 #  16, 18 test_shutdown_bounded, test_shutdown_scaling (differs: one global
 #         deadline, concurrent cleanup, time independent of the room count)
 #  26 test_faults_process (SIGTERM)        27 differs   28 test_agent_lifecycle (differs)
-#  29 differs (link option)                30 tests/wire/test_link (heartbeats)
+#  29 test_api_conflict                     30 tests/wire/test_link (heartbeats)
 #  31 test_agent_lifecycle (call order)    32 test_ledger, test_faults (processed 500s)
 #  33 differs (retryable acks never given up)   34, 39 test_agent_lifecycle, test_ledger
 #  35 test_agent_knobs                     36 test_ledger   40 test_agent_lifecycle (serial)
@@ -31,7 +31,7 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 #  57 test_faults (bursts; the "/next not read while an ack fails" order is not
 #     asserted on its own)
 #  58 test_agent_lifecycle                 59, 60 test_agent_knobs   61 test_history
-#  62, 63 test_agent_lifecycle, test_roster   64 test_roster   65 differs
+#  62, 63 test_agent_lifecycle, test_roster   64 test_roster   65 test_api_participants
 #  66 test_room_recovery                   67 test_room_commit
 #  68 test_agent_contacts, test_contacts_agent   69 test_preprocessor   70 test_preprocessor
 #  71 test_room_recovery                   72, 74, 77 test_room_membership
@@ -39,7 +39,7 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 #  78 test_room_recovery                   79 test_control_signals
 #  80, 81 test_schedule (80 also test_control_signals)
 #  82 structural (applied synchronously in arrival order)
-#  83, 85, 86, 87 test_control_signals     84 differs   88 test_room_timing
+#  83, 85, 86, 87 test_control_signals     84 test_api_interrupt   88 test_room_timing
 #  89 test_room_recovery (403)             90 test_room_timing (activity echo)
 #  91 differs   92 test_agent_lifecycle, test_room_activity (differs: concurrent)
 #  93 test_agent_knobs                     94 test_room_commit
