@@ -28,8 +28,8 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 #  49 test_room_recovery                   50 test_room_recovery (overflow order)
 #  51, 52 test_agent_lifecycle (backlog before live)   53 differs, test_faults
 #  54, 55 test_room_timing, test_schedule  56 test_schedule, test_room_recovery
-#  57 test_faults (bursts; the "/next not read while an ack fails" order is not
-#     asserted on its own)
+#  57 test_gaps_reconcile (acks retried before /next; /next not read while an
+#     ack fails), test_faults (bursts)
 #  58 test_agent_lifecycle                 59, 60 test_agent_knobs   61 test_history
 #  62, 63 test_agent_lifecycle, test_roster   64 test_roster   65 test_api_participants
 #  66 test_room_recovery                   67 test_room_commit
