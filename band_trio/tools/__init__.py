@@ -37,6 +37,9 @@ from band_trio.tools.definitions import (
     select_tool_definitions,
 )
 from band_trio.tools.results import ToolErrorKind, ToolResult
+from band_trio.wire.converter import forget_generated_source
+
+forget_generated_source(__name__)
 
 __all__ = [
     "DEFAULT_CAPABILITIES",

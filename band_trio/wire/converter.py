@@ -17,6 +17,7 @@ validators) on :data:`converter`; nothing else creates a converter.
 
 from __future__ import annotations
 
+import linecache
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -24,7 +25,13 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-__all__ = ["converter", "has_extra_field", "structure", "unstructure"]
+__all__ = [
+    "converter",
+    "forget_generated_source",
+    "has_extra_field",
+    "structure",
+    "unstructure",
+]
 
 T = TypeVar("T")
 
@@ -76,7 +83,12 @@ def _wire_names(cls: type) -> frozenset[str]:
 
 def _extra_structure_factory(cls: type[T], conv: cattrs.Converter) -> Callable[[Any, type[T]], T]:
     known = _wire_names(cls)
-    base = make_dict_structure_fn(cls, conv, **{EXTRA_FIELD: override(omit=True)})  # type: ignore[arg-type]
+    base = make_dict_structure_fn(
+        cls,
+        conv,
+        _cattrs_use_linecache=False,
+        **{EXTRA_FIELD: override(omit=True)},  # type: ignore[arg-type]
+    )
 
     def structure(value: Any, _: type[T]) -> T:
         if not isinstance(value, Mapping):
@@ -91,7 +103,12 @@ def _extra_structure_factory(cls: type[T], conv: cattrs.Converter) -> Callable[[
 
 
 def _extra_unstructure_factory(cls: type[T], conv: cattrs.Converter) -> Callable[[T], Any]:
-    base = make_dict_unstructure_fn(cls, conv, **{EXTRA_FIELD: override(omit=True)})  # type: ignore[arg-type]
+    base = make_dict_unstructure_fn(
+        cls,
+        conv,
+        _cattrs_use_linecache=False,
+        **{EXTRA_FIELD: override(omit=True)},  # type: ignore[arg-type]
+    )
 
     def unstructure(obj: T) -> dict[str, Any]:
         out: dict[str, Any] = base(obj)
@@ -101,6 +118,29 @@ def _extra_unstructure_factory(cls: type[T], conv: cattrs.Converter) -> Callable
         return out
 
     return unstructure
+
+
+def forget_generated_source(module: str) -> None:
+    """Drop the source text attrs and cattrs cached for methods generated in ``module``.
+
+    Both libraries keep the source of every method they generate (``__init__``,
+    ``__eq__``, ``__repr__``, structure hooks ...) in :mod:`linecache`, so that
+    debuggers can show it: a few KiB of resident strings per class. Tracebacks
+    through these methods still name them and their line numbers; they only
+    lose the source text. Call it at the end of a module that defines attrs
+    classes; it touches nothing else.
+
+    Args:
+        module: the module's ``__name__``; entries for its classes and for
+            classes of its submodules are dropped.
+    """
+    attrs_prefix = f"<attrs generated methods {module}."
+    cattrs_marker = f" {module}."
+    for key in list(linecache.cache):
+        if key.startswith(attrs_prefix) or (
+            key.startswith("<cattrs generated ") and cattrs_marker in key
+        ):
+            del linecache.cache[key]
 
 
 converter: cattrs.Converter = _make_converter()

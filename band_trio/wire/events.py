@@ -20,7 +20,8 @@ fields and types, never payload values (which may hold secrets).
 The two unions, :data:`PlatformEvent` and :data:`ContactEvent`, are registered on
 the shared converter as cattrs tagged unions (the tag is the event name), so
 ``converter.structure(data, PlatformEvent)`` works for any mapping that carries
-the event name under :data:`EVENT_TAG`. All hooks are generated once, at import.
+the event name under :data:`EVENT_TAG`. Each class's cattrs functions are
+generated once, on its first use.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.strategies import configure_tagged_union
 
 from band_trio.errors import InvalidEventError
-from band_trio.wire.converter import converter
+from band_trio.wire.converter import converter, forget_generated_source
 
 __all__ = [
     "EVENT_TAG",
@@ -514,11 +515,14 @@ def _make_structure(cls: type[T]) -> Callable[[Any, Any], T]:
     null_rejected: frozenset[str] = getattr(cls, "NULL_REJECTED", frozenset())
     prepare = _PREPARE.get(cls)
     # Valid payloads take the lean generated function; only a failure pays for
-    # the detailed one, whose errors name the offending field paths.
-    fast = make_dict_structure_fn(cls, converter, _cattrs_detailed_validation=False)
-    detailed = make_dict_structure_fn(cls, converter, _cattrs_detailed_validation=True)
+    # the detailed one, whose errors name the offending field paths. Both are
+    # generated on first use (an agent decodes a handful of the event classes,
+    # and rarely an invalid one), without keeping their source in linecache.
+    fast: Callable[[Any, Any], T] | None = None
+    detailed: Callable[[Any, Any], T] | None = None
 
     def structure(value: Any, _: Any) -> T:
+        nonlocal fast, detailed
         if type(value) is not dict and not isinstance(value, Mapping):
             raise TypeError(f"expected an object, got {type(value).__name__}")
         data = dict(value)
@@ -530,11 +534,19 @@ def _make_structure(cls: type[T]) -> Callable[[Any, Any], T]:
             prepare(data)
         if not data.keys() <= known:
             data["extra"] = {key: data.pop(key) for key in [k for k in data if k not in known]}
+        if fast is None:
+            fast = make_dict_structure_fn(
+                cls, converter, _cattrs_detailed_validation=False, _cattrs_use_linecache=False
+            )
         try:
             return fast(data, cls)
         except _Invalid:
             raise
         except Exception:
+            if detailed is None:
+                detailed = make_dict_structure_fn(
+                    cls, converter, _cattrs_detailed_validation=True, _cattrs_use_linecache=False
+                )
             return detailed(data, cls)
 
     return structure
@@ -545,10 +557,13 @@ def _make_unstructure(cls: type[T]) -> Callable[[T], dict[str, Any]]:
     omit: dict[str, Any] = {"extra": override(omit=True)}
     if getattr(cls, "PER_ROOM", False) or cls is RoomEventCreated:
         omit["room_id"] = override(omit=True)
-    base = make_dict_unstructure_fn(cls, converter, **omit)
     null_rejected: frozenset[str] = getattr(cls, "NULL_REJECTED", frozenset())
+    base: Callable[[T], dict[str, Any]] | None = None  # generated on first use
 
     def unstructure(obj: T) -> dict[str, Any]:
+        nonlocal base
+        if base is None:
+            base = make_dict_unstructure_fn(cls, converter, _cattrs_use_linecache=False, **omit)
         out: dict[str, Any] = base(obj)
         for key in null_rejected:
             if out.get(key, 0) is None:
@@ -571,6 +586,8 @@ def _tag(cls: type[Any]) -> str:
 
 configure_tagged_union(PlatformEvent, converter, tag_generator=_tag, tag_name=EVENT_TAG)
 configure_tagged_union(ContactEvent, converter, tag_generator=_tag, tag_name=EVENT_TAG)
+
+forget_generated_source(__name__)
 
 _STRUCTURE_PLATFORM_EVENT: Final = converter.get_structure_hook(PlatformEvent)
 _UNSTRUCTURE_BY_CLASS: Final[dict[type[Any], Callable[[Any], dict[str, Any]]]] = {

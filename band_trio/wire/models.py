@@ -24,7 +24,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from band_trio.wire.converter import converter
+from band_trio.wire.converter import converter, forget_generated_source
 
 __all__ = [
     "ActivityDetail",
@@ -115,7 +115,7 @@ def _request_unstructure_factory(cls: type, conv: cattrs.Converter) -> Callable[
     # Nested values (mentions, metadata) go back through the converter, so a
     # request inside a request also drops its unset fields.
     base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
-        cls, conv, extra=override(omit=True)
+        cls, conv, _cattrs_use_linecache=False, extra=override(omit=True)
     )
 
     def unstructure(obj: Any) -> dict[str, Any]:
@@ -927,3 +927,6 @@ class CursorPage(Generic[T]):
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+forget_generated_source(__name__)
