@@ -14,10 +14,13 @@ connection change) under the caller's deadline; there is no sleep-and-hope.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
 import httpx
+import trio
 
 
 class Human:
@@ -162,3 +165,22 @@ def unprocessed(platform: Any, agent_id: str, triggers: list[Trigger]) -> str:
         status = delivery.status if delivery else None
         parts.append(f"{t.token}={status}/{len(replies_to(platform, agent_id, t))} replies")
     return ", ".join(parts)
+
+
+@asynccontextmanager
+async def human_session(platform: Any, agent_id: str) -> AsyncIterator[tuple[Human, list[Trigger]]]:
+    """A human client and the list of triggers a test posts (fill it in place).
+
+    On failure the platform's view of every trigger is printed; the client is
+    closed in any case, shielded so a cancelled test still closes it.
+    """
+    human = Human(platform.rest_url, platform.user.api_key)
+    triggers: list[Trigger] = []
+    try:
+        yield human, triggers
+    except BaseException:
+        print(f"platform view: {unprocessed(platform, agent_id, triggers)}")
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await human.aclose()

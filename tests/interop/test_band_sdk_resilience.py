@@ -17,14 +17,12 @@ import pytest
 import trio
 
 from tests.interop.scenario import (
-    Human,
-    Trigger,
     exactly_once_problems,
+    human_session,
     make_rooms,
     post_round,
     run_echo_rounds,
     settled,
-    unprocessed,
 )
 from tests.interop.sdk_peer import running_sdk_echo
 
@@ -44,9 +42,7 @@ async def test_official_sdk_recovers_when_the_platform_drops_its_socket(
 ) -> None:
     platform = band_platform
     agent = platform.register_agent("SDK Reconnect", "Echo agent that loses its socket")
-    human = Human(platform.rest_url, platform.user.api_key)
-    triggers: list[Trigger] = []
-    try:
+    async with human_session(platform, agent.id) as (human, triggers):
         with trio.fail_after(DEADLINE):
             rooms = await make_rooms(human, agent.id, 2)
             async with running_sdk_echo(band_sdk_venv_python, platform, agent, tmp_path) as peer:
@@ -82,17 +78,11 @@ async def test_official_sdk_recovers_when_the_platform_drops_its_socket(
                     )
                     # And the rejoined topics carry pushes again.
                     after = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
-                    triggers = missed + after
+                    triggers[:] = missed + after
                     nursery.cancel_scope.cancel()
 
                 assert exactly_once_problems(platform, agent.id, triggers) == []
                 assert any(peer.dispatched_from_push(t.room_id, t.message_id) for t in after)
-    except Exception:
-        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
-        raise
-    finally:
-        with trio.CancelScope(shield=True):
-            await human.aclose()
 
 
 async def test_official_sdk_accepts_supersede_and_the_newer_connection_serves(
@@ -100,9 +90,7 @@ async def test_official_sdk_accepts_supersede_and_the_newer_connection_serves(
 ) -> None:
     platform = band_platform
     agent = platform.register_agent("SDK Twice", "Echo agent started twice")
-    human = Human(platform.rest_url, platform.user.api_key)
-    triggers: list[Trigger] = []
-    try:
+    async with human_session(platform, agent.id) as (human, triggers):
         with trio.fail_after(DEADLINE):
             rooms = await make_rooms(human, agent.id, 1)
             topics = all_topics(agent.id, rooms)
@@ -133,16 +121,12 @@ async def test_official_sdk_accepts_supersede_and_the_newer_connection_serves(
                         )
 
                     await platform.wait_for(newer_serves)
-                    triggers = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
+                    triggers[:] = await run_echo_rounds(
+                        platform, human, agent.id, agent.handle, rooms
+                    )
                     assert exactly_once_problems(platform, agent.id, triggers) == []
                     assert platform.statistics().supersedes == 1
                     assert newer.complaints() == []
-    except Exception:
-        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
-        raise
-    finally:
-        with trio.CancelScope(shield=True):
-            await human.aclose()
 
 
 async def test_official_sdk_honours_stop_and_play(
@@ -150,9 +134,7 @@ async def test_official_sdk_honours_stop_and_play(
 ) -> None:
     platform = band_platform
     agent = platform.register_agent("SDK Stoppable", "Echo agent that gets paused")
-    human = Human(platform.rest_url, platform.user.api_key)
-    triggers: list[Trigger] = []
-    try:
+    async with human_session(platform, agent.id) as (human, triggers):
         with trio.fail_after(DEADLINE):
             rooms = await make_rooms(human, agent.id, 2)
             stopped_room, running_room = rooms
@@ -180,7 +162,7 @@ async def test_official_sdk_honours_stop_and_play(
 
                     await platform.push_control(agent.id, "play", room_id=stopped_room)
                     await platform.wait_for(lambda: settled(platform, agent.id, held_trigger))
-                    triggers = held + passing
+                    triggers[:] = held + passing
                     nursery.cancel_scope.cancel()
 
                 assert exactly_once_problems(platform, agent.id, triggers) == []
@@ -188,12 +170,6 @@ async def test_official_sdk_honours_stop_and_play(
                 # the stopped room refused (204) before the SDK paused it.
                 refused = f"Could not claim message {held_trigger.message_id}"
                 assert [c for c in peer.complaints() if refused not in c] == []
-    except Exception:
-        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
-        raise
-    finally:
-        with trio.CancelScope(shield=True):
-            await human.aclose()
 
 
 async def test_official_sdk_follows_roster_and_room_changes(
@@ -204,13 +180,11 @@ async def test_official_sdk_follows_roster_and_room_changes(
     platform = band_platform
     agent = platform.register_agent("SDK Roster", "Echo agent whose rooms change")
     other = platform.register_agent("Roster Peer", "Joins and leaves rooms")
-    human = Human(platform.rest_url, platform.user.api_key)
-    triggers: list[Trigger] = []
 
     def room_topics_of(room: str) -> set[str]:
         return {f"chat_room:{room}", f"room_participants:{room}"}
 
-    try:
+    async with human_session(platform, agent.id) as (human, triggers):
         with trio.fail_after(DEADLINE):
             rooms = await make_rooms(human, agent.id, 3)
             kept, left, deleted = rooms
@@ -224,7 +198,7 @@ async def test_official_sdk_follows_roster_and_room_changes(
                     await human.remove_participant(kept, other.id)
                     # The roster changes went out on the same socket before
                     # this message, so once it is answered they were handled.
-                    triggers = await run_echo_rounds(
+                    triggers[:] = await run_echo_rounds(
                         platform, human, agent.id, agent.handle, [kept]
                     )
 
@@ -260,12 +234,6 @@ async def test_official_sdk_follows_roster_and_room_changes(
                     )
 
                 assert [c for c in peer.complaints(running_log) if not benign(c)] == []
-    except Exception:
-        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
-        raise
-    finally:
-        with trio.CancelScope(shield=True):
-            await human.aclose()
 
 
 async def test_official_sdk_drains_a_backlog_then_a_burst_in_order(
@@ -276,10 +244,8 @@ async def test_official_sdk_drains_a_backlog_then_a_burst_in_order(
     # push path under load): each is answered once, in posting order per room.
     platform = band_platform
     agent = platform.register_agent("SDK Backlog", "Echo agent with a queue")
-    human = Human(platform.rest_url, platform.user.api_key)
-    triggers: list[Trigger] = []
     per_round = 10
-    try:
+    async with human_session(platform, agent.id) as (human, triggers):
         with trio.fail_after(DEADLINE):
             rooms = await make_rooms(human, agent.id, 2)
             for n in range(per_round):
@@ -310,12 +276,6 @@ async def test_official_sdk_drains_a_backlog_then_a_burst_in_order(
                     ]
                     assert answered == posted
                 assert peer.rejected_frames() == []
-    except Exception:
-        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
-        raise
-    finally:
-        with trio.CancelScope(shield=True):
-            await human.aclose()
 
 
 async def test_official_sdk_with_reject_policy_refuses_to_take_over(
@@ -326,9 +286,7 @@ async def test_official_sdk_with_reject_policy_refuses_to_take_over(
     # running instance keeps its socket and keeps answering.
     platform = band_platform
     agent = platform.register_agent("SDK Guarded", "Must not be taken over")
-    human = Human(platform.rest_url, platform.user.api_key)
-    triggers: list[Trigger] = []
-    try:
+    async with human_session(platform, agent.id) as (human, triggers):
         with trio.fail_after(DEADLINE):
             rooms = await make_rooms(human, agent.id, 1)
             topics = all_topics(agent.id, rooms)
@@ -351,15 +309,9 @@ async def test_official_sdk_with_reject_policy_refuses_to_take_over(
                     assert "an active connection already exists for this agent" in late.log()
                 assert [c.id for c in platform.hub.connections(agent.id)] == [live.id]
                 assert platform.statistics().supersedes == 0
-                triggers = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
+                triggers[:] = await run_echo_rounds(platform, human, agent.id, agent.handle, rooms)
                 assert exactly_once_problems(platform, agent.id, triggers) == []
                 assert running.complaints() == []
-    except Exception:
-        print(f"platform view: {unprocessed(platform, agent.id, triggers)}")
-        raise
-    finally:
-        with trio.CancelScope(shield=True):
-            await human.aclose()
 
 
 async def test_official_sdk_approves_a_contact_request_pushed_to_it(
