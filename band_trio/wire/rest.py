@@ -1,7 +1,8 @@
 """``RestClient``: the Band agent REST API (protocol.md §4.3, all 38 endpoints) on Trio.
 
-One :class:`httpx.AsyncClient` (httpx runs on Trio through anyio) with a bounded
-connection pool, one typed async method per endpoint, pagination helpers, a
+One :class:`httpx.AsyncClient` (on Trio; its transport is band-trio's own
+keep-alive pool, :mod:`band_trio.wire._pool`) admitting at most
+``max_connections`` requests at once, one typed async method per endpoint, pagination helpers, a
 typed error for every failure, and retries that never repeat a write the
 platform may already have done (see :mod:`band_trio.wire.retry`).
 
@@ -38,6 +39,7 @@ from band_trio.errors import (
     RoomExecutionStoppedError,
     error_for_status,
 )
+from band_trio.wire._pool import PooledTransport
 from band_trio.wire.converter import converter
 from band_trio.wire.models import (
     ActivityDetail,
@@ -127,9 +129,9 @@ class RestConfig:
         activity_timeout: the timeout of :meth:`RestClient.report_activity`
             (which is never retried: a late "working" report is worthless).
         retry: the retry policy (budget 3 by default).
-        max_connections: connection pool size (1..64; 16 by default: in the
-            benchmarks a larger pool cost CPU per request, httpcore scanning every
-            pooled connection per queued request, without more throughput).
+        max_connections: requests on the wire at once, hence connections open
+            at most (1..64; 16 by default: in the benchmarks more gave no more
+            throughput).
         max_keepalive_connections: idle connections kept open (defaults to
             ``max_connections``, so a busy agent does not churn connections).
         keepalive_expiry: seconds an idle pooled connection stays open.
@@ -282,25 +284,23 @@ class RestClient:
         self._retries = 0
         self._errors = 0
         # At most max_connections requests enter httpx at once; the rest wait
-        # here, in FIFO order. httpcore's pool re-scans every queued request
-        # against every connection whenever a request starts or ends, so a
-        # queue inside it costs CPU per request that grows with the backlog
-        # (a third of an agent's CPU with 200 rooms busy); a Trio queue costs
-        # nothing while it waits. Waiting here is not part of an attempt: the
-        # attempt timeout starts once a connection is free.
+        # here, in FIFO order (a Trio queue costs nothing while it waits).
+        # Waiting here is not part of an attempt: the attempt timeout starts
+        # once a connection is free. The transport opens a connection only
+        # when no idle one is left, so this also bounds the connections.
         self._slots = trio.CapacityLimiter(config.max_connections)
         keepalive = config.max_keepalive_connections
         if keepalive is None:
             keepalive = config.max_connections
+        if transport is None:
+            transport = PooledTransport(
+                max_keepalive=min(keepalive, config.max_connections),
+                keepalive_expiry=config.keepalive_expiry,
+            )
         self._client = httpx.AsyncClient(
             base_url=self._base_url,
             headers={"X-API-Key": api_key, "User-Agent": config.user_agent},
             timeout=httpx.Timeout(config.timeout),
-            limits=httpx.Limits(
-                max_connections=config.max_connections,
-                max_keepalive_connections=min(keepalive, config.max_connections),
-                keepalive_expiry=config.keepalive_expiry,
-            ),
             transport=transport,
             follow_redirects=True,
             event_hooks={"request": [self._guard_key_on_redirect]},

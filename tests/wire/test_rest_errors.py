@@ -431,16 +431,6 @@ def test_timeouts_must_be_positive() -> None:
         RestConfig(activity_timeout=-1)
 
 
-async def test_default_client_uses_a_bounded_pool() -> None:
-    # One real AsyncClient with the configured pool (no transport override).
-    async with RestClient(
-        base_url=BASE, api_key=API_KEY, config=RestConfig(max_connections=7)
-    ) as rest:
-        pool = rest._client._transport._pool  # type: ignore[attr-defined]
-        assert pool._max_connections == 7
-        assert pool._max_keepalive_connections == 7
-
-
 # ------------------------------------------------------------------ secrets
 
 
