@@ -4,9 +4,12 @@ Run an agent with ``trio.run(agent.serve)``, ``await nursery.start(agent.serve)`
 or ``async with band_trio.open_agent(...)``. Implement an adapter by subclassing
 :class:`SimpleAdapter` and writing ``on_message``; reply through the room-bound
 :class:`AgentTools` it receives. :class:`LocalPlatform` is an embedded Band
-platform for offline development and tests.
+platform for offline development and tests; it comes with the optional extra
+``pip install 'band-trio[local]'`` (without it, using it raises
+:class:`MissingExtraError` naming that command).
 """
 
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 from band_trio.agent import Agent, AgentStatistics, open_agent
@@ -67,7 +70,9 @@ _LOCAL_NAMES = frozenset({"HumanClient", "LocalPlatform", "open_local_platform"}
 
 def __getattr__(name: str) -> Any:
     # The local platform (Hypercorn, h2, ...) is imported on first use only: an
-    # agent process never needs it, and importing it costs ~17 MiB of RSS.
+    # agent process never needs it, and importing it costs ~17 MiB of RSS. It is
+    # the optional extra `band-trio[local]`: without it, the import below raises
+    # MissingExtraError, which names the install command.
     if name in _LOCAL_NAMES:
         import band_trio.local
 
@@ -126,3 +131,16 @@ __all__ = [
     "open_agent",
     "open_local_platform",
 ]
+
+
+def _local_extra_installed() -> bool:
+    try:
+        return find_spec("hypercorn") is not None
+    except (ImportError, ValueError):  # hidden by a finder, or None in sys.modules
+        return False
+
+
+if not _local_extra_installed():
+    # Without the `local` extra, `from band_trio import *` leaves the local names
+    # out instead of failing; naming one of them still raises MissingExtraError.
+    __all__ = [name for name in __all__ if name not in _LOCAL_NAMES]

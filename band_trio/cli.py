@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 
 import trio
 
+from band_trio.errors import MissingExtraError
+
 __all__ = ["build_parser", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
@@ -92,7 +94,14 @@ async def _serve_platform(args: argparse.Namespace) -> None:
             nursery.cancel_scope.cancel()
 
 
+def _require_local() -> None:
+    """Import the local platform now, outside Trio, so that a missing ``local``
+    extra is one plain :class:`MissingExtraError` (reported by :func:`main`)."""
+    import band_trio.local  # noqa: F401
+
+
 def _run_platform(args: argparse.Namespace) -> int:
+    _require_local()
     try:
         trio.run(_serve_platform, args)
     except KeyboardInterrupt:  # Ctrl+C before the signal handler was installed
@@ -125,6 +134,7 @@ def _add_demo(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _run_demo(args: argparse.Namespace) -> int:
+    _require_local()
     from band_trio.demo import main as demo_main
 
     return demo_main()
@@ -143,10 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``band-trio``; returns the exit status."""
+    """Entry point of ``band-trio``; returns the exit status.
+
+    A subcommand that needs an optional extra which is not installed (``platform``
+    and ``demo`` need ``band-trio[local]``) prints the install command, without a
+    traceback, and returns 2.
+    """
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        return handler(args)
+    except MissingExtraError as exc:
+        print(f"band-trio {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

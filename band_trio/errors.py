@@ -34,6 +34,7 @@ __all__ = [
     "InvalidEventError",
     "JoinError",
     "LocalProtocolError",
+    "MissingExtraError",
     "NotFoundError",
     "PermissionDeniedError",
     "RangeNotSatisfiableError",
@@ -72,6 +73,30 @@ class BandConfigError(BandError, ValueError):
 
 class AgentAlreadyRunningError(BandConfigError):
     """Another connection for this agent exists and the platform refused ours (409)."""
+
+
+class MissingExtraError(BandError, ModuleNotFoundError):
+    """A feature needs one of band-trio's optional extras, and it is not installed.
+
+    It is a :class:`ModuleNotFoundError` too, so ``except ImportError`` around an
+    optional import catches it. The original import error is the ``__cause__``.
+    The message names the fix, for example ``pip install 'band-trio[local]'``.
+
+    Attributes:
+        extra: the extra to install (``"local"`` for the embedded platform).
+        feature: what needs it, in words.
+    """
+
+    def __init__(self, extra: str, feature: str) -> None:
+        super().__init__(
+            f"{feature} needs the optional extra {extra!r}, which is not installed: "
+            f"pip install 'band-trio[{extra}]'"
+        )
+        self.extra = extra
+        self.feature = feature
+
+    def __reduce__(self) -> tuple[type[MissingExtraError], tuple[str, str]]:
+        return (type(self), (self.extra, self.feature))
 
 
 class LocalProtocolError(BandError):

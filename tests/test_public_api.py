@@ -23,7 +23,7 @@ PUBLIC = {
     "ContentTooLargeError", "RangeNotSatisfiableError", "UnprocessableEntityError",
     "RateLimitError", "InternalServerError", "ServiceUnavailableError",
     "HistoryConversionError", "UnknownParticipantError", "BandToolError",
-    "ToolArgumentsError", "error_for_status",
+    "ToolArgumentsError", "MissingExtraError", "error_for_status",
     # running an agent
     "Agent", "AgentConfig", "AgentSettings", "AgentStatistics", "ConflictPolicy",
     "PlatformRuntime", "RoomStatistics", "open_agent",

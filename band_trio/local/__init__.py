@@ -4,6 +4,11 @@
 * :func:`open_local_platform` — ``async with open_local_platform() as platform``;
 * :class:`HumanClient` — a small client of the human ``/api/v1/me`` API;
 * the pytest fixture ``band_platform`` lives in :mod:`band_trio.testing.plugin`.
+
+It is served by Hypercorn, which comes with the optional extra
+``pip install 'band-trio[local]'``. Without it, importing this package raises
+:class:`~band_trio.errors.MissingExtraError` naming that command; an agent never
+needs it.
 """
 
 from band_trio.local.faults import Fault, FaultInjector

@@ -12,11 +12,16 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve as hypercorn_serve
 
 from band_trio._util import one_error
-from band_trio.errors import APIStatusError, BandConfigError
+from band_trio.errors import APIStatusError, BandConfigError, MissingExtraError
+
+try:
+    from hypercorn.config import Config
+    from hypercorn.trio import serve as hypercorn_serve
+except ModuleNotFoundError as exc:  # installed without the `local` extra
+    raise MissingExtraError("local", "the embedded local Band platform") from exc
+
 from band_trio.local._input import invalid, not_found
 from band_trio.local.app import WS_PATH, BandApp
 from band_trio.local.faults import FaultInjector
