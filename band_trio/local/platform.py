@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -22,7 +22,7 @@ try:
 except ModuleNotFoundError as exc:  # installed without the `local` extra
     raise MissingExtraError("local", "the embedded local Band platform") from exc
 
-from band_trio.local._input import invalid, not_found
+from band_trio.local._input import Obj, invalid, not_found
 from band_trio.local.app import WS_PATH, BandApp
 from band_trio.local.faults import FaultInjector
 from band_trio.local.hub import Hub, HubStatistics
@@ -229,6 +229,51 @@ class LocalPlatform:
     def joined(self, principal_id: str, topic: str) -> bool:
         """Whether some live socket of the principal joined ``topic``."""
         return topic in self.hub.joined_topics(principal_id)
+
+    # ------------------------------------------------------------------ messages
+
+    def post_message(
+        self,
+        room_id: str,
+        content: str,
+        mentions: Sequence[str | Mapping[str, Any]],
+        *,
+        sender: str | UserCredentials | None = None,
+    ) -> dict[str, Any]:
+        """Post a text message as a user, in this process, without HTTP.
+
+        It runs exactly what ``POST /api/v1/me/chats/{id}/messages`` runs (same
+        validation, same stored message, same pushes to every socket), so a test
+        or a load generator can post many messages at once without paying for a
+        client. Call it from the Trio run that serves the platform; the pushes go
+        out as soon as that run's socket writers get to run.
+
+        Args:
+            room_id: the room.
+            content: the text (``@[[id]]`` tokens allowed).
+            mentions: handles (``alice/echo``), ids, or full mention objects (the
+                platform requires at least one).
+            sender: the posting user (credentials or id); the pre-created user
+                by default.
+
+        Returns:
+            ``{id, success, recipients}``, as the REST answer's ``data``.
+
+        Raises:
+            KeyError: ``sender`` is not a user of this platform.
+            APIStatusError: what the REST call would answer, e.g. ``NotFoundError``
+                for an unknown room or one the sender is not in, or
+                ``UnprocessableEntityError`` for blank content or no mention.
+        """
+        from band_trio.local.human import mention_item  # human.py imports this module
+
+        sender_id = sender.id if isinstance(sender, UserCredentials) else (sender or self.user.id)
+        user = self.state.users[sender_id]
+        body = {"message": {"content": content, "mentions": [mention_item(m) for m in mentions]}}
+        try:
+            return self.state.post_message(user, room_id, Obj(body))
+        finally:
+            self._flush()
 
     # ------------------------------------------------------------------ controls
 
