@@ -50,6 +50,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -166,8 +167,13 @@ async def stop_py_spy(process: trio.Process) -> None:
 # --------------------------------------------------------------------------- contenders
 
 
+#: The python of band-trio's own agent-only environment (set by ``bench``).
+TRIO_PYTHON: Path | None = None
+
+
 def band_trio_command() -> list[str]:
-    return [sys.executable, str(HERE / "peers" / "band_trio_echo_agent.py")]
+    python = TRIO_PYTHON if TRIO_PYTHON is not None else Path(sys.executable)
+    return [str(python), str(HERE / "peers" / "band_trio_echo_agent.py")]
 
 
 def band_sdk_command() -> list[str]:
@@ -179,31 +185,41 @@ def band_sdk_command() -> list[str]:
 #: Extra environment per contender (``--trio-env`` / ``--sdk-env``), for experiments.
 EXTRA_ENV: dict[str, dict[str, str]] = {c: {} for c in CONTENDERS}
 
-#: Where band-trio's compiled bytecode lives for the runs (set by ``bench``).
-TRIO_PYCACHE: Path | None = None
 
-
-def compile_band_trio(cache: Path) -> None:
-    """Compile band-trio's environment (its site-packages, ``band_trio``, the
-    peer) to bytecode under ``cache`` (a ``PYTHONPYCACHEPREFIX``), outside the
-    source tree and the venv.
-
-    band-sdk's environment is built by pip, which compiles bytecode at install;
-    ``uv sync`` does not, and this machine sets ``PYTHONDONTWRITEBYTECODE=1``,
-    so without this every band-trio start compiled every module it imports from
-    source: ~0.5 s of CPU and a transient ~10 MiB on its peak RSS that band-sdk
-    never paid. A deployed agent has its bytecode, as band-sdk's has here.
+def build_band_trio_env(root: Path, *, bytecode: bool) -> Path:
+    """Install band-trio as an agent would have it, in its own venv, and return
+    its python: ``pip install band-trio`` without extras (no local platform, so
+    no Hypercorn and no h2), the dependency versions of ``uv.lock``, compiled to
+    bytecode at install as pip does for band-sdk's venv (``bytecode=False``
+    leaves it out). The platform and the human side keep running from the
+    project's environment, in this process.
     """
-    import sysconfig
-
-    dirs = [sysconfig.get_paths()["purelib"], str(REPO / "band_trio"), str(HERE / "peers")]
-    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(cache)}
+    uv = ["uv"]
+    python = root / "bin" / "python"
+    subprocess.run([*uv, "venv", "--quiet", "--python", sys.executable, str(root)], check=True)
+    requirements = root / "requirements.txt"
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", "-j", "0", *dirs],
-        env=env,
-        check=False,
+        [
+            *uv,
+            "export",
+            "--quiet",
+            "--frozen",
+            "--no-dev",
+            "--no-hashes",
+            "--no-emit-project",
+            "--output-file",
+            str(requirements),
+        ],
+        cwd=REPO,
+        check=True,
         stdout=subprocess.DEVNULL,
     )
+    install = [*uv, "pip", "install", "--quiet", "--python", str(python)]
+    if bytecode:
+        install.append("--compile-bytecode")
+    subprocess.run([*install, "-r", str(requirements)], check=True)
+    subprocess.run([*install, "--no-deps", str(REPO)], check=True)
+    return python
 
 
 def agent_env(
@@ -229,8 +245,6 @@ def agent_env(
             "PYTHONUNBUFFERED": "1",
         }
     )
-    if contender == "band-trio" and TRIO_PYCACHE is not None:
-        env["PYTHONPYCACHEPREFIX"] = str(TRIO_PYCACHE)
     env.update(EXTRA_ENV[contender])
     return env
 
@@ -401,13 +415,37 @@ async def make_rooms(human: HumanClient, agent_id: str, count: int) -> list[str]
     return rooms
 
 
+#: How the human side posts: "inproc" (default) calls the platform in this
+#: process, "http" goes through the human REST API (``--post``).
+POST_MODE = "inproc"
+
+
 async def post_all(
-    human: HumanClient, agent_id: str, rooms: Sequence[str], messages: int
+    platform: LocalPlatform,
+    human: HumanClient,
+    agent_id: str,
+    rooms: Sequence[str],
+    messages: int,
 ) -> list[Posted]:
-    """Post ``len(rooms) * messages`` messages at once (``POST_CONNECTIONS`` in
-    flight), round-robin over the rooms."""
+    """Post ``len(rooms) * messages`` messages at once, round-robin over the rooms.
+
+    ``inproc``: through :meth:`LocalPlatform.post_message` (same validation and
+    pushes as the human REST API, without its HTTP), yielding to the platform's
+    socket writers after each message: the load generator then costs the
+    platform's CPU almost nothing, so the agents, not the poster, set the pace.
+    ``http``: through the human REST API, ``POST_CONNECTIONS`` in flight.
+    """
     posted: list[Posted] = []
     salt = os.urandom(4).hex()
+    if POST_MODE == "inproc":
+        for m in range(messages):
+            for r, room_id in enumerate(rooms):
+                token = f"bench-{r}-{m}-{salt}"
+                sent = platform.post_message(room_id, f"{token} please echo", [agent_id])
+                posted.append(Posted(room_id, sent["id"], token))
+                await trio.lowlevel.checkpoint()
+        return posted
+
     limit = trio.CapacityLimiter(POST_CONNECTIONS)
 
     async def one(r: int, m: int) -> None:
@@ -524,7 +562,7 @@ async def run_workload(
         waits_before = sched_wait_seconds(proc.pid), sched_wait_seconds("self")
         wall_before = time.monotonic()
         with trio.fail_after(deadline):
-            posted = await post_all(human, agent.id, rooms, messages_n)
+            posted = await post_all(platform, human, agent.id, rooms, messages_n)
             tracker = ReplyTracker(platform, agent.id, posted)
             result.messages = len(posted)
             try:
@@ -823,12 +861,15 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         workloads = ((args.rooms or 20, args.messages or 20),)
     results: list[RunResult] = []
     baselines: dict[str, RunResult] = {}
-    global TRIO_PYCACHE
+    global TRIO_PYTHON
     with tempfile.TemporaryDirectory(prefix="band-bench-") as tmp:
-        if "band-trio" in contenders and not args.no_bytecode:
-            TRIO_PYCACHE = Path(tmp) / "pycache"
-            print("[band-trio] compiling its environment to bytecode", file=sys.stderr)
-            await trio.to_thread.run_sync(compile_band_trio, TRIO_PYCACHE)
+        if "band-trio" in contenders:
+            print("[band-trio] installing it into its own venv (no extras)", file=sys.stderr)
+            TRIO_PYTHON = await trio.to_thread.run_sync(
+                partial(
+                    build_band_trio_env, Path(tmp) / "band-trio-venv", bytecode=not args.no_bytecode
+                )
+            )
         for contender in contenders:
             print(f"[{contender}] idle baseline (no rooms)", file=sys.stderr)
             base = await measure(
@@ -873,7 +914,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
         "command": " ".join(["benchmarks/bench_agents.py", *sys.argv[1:]]),
         "extra_env": EXTRA_ENV,
-        "band_trio_bytecode": TRIO_PYCACHE is not None,
+        "band_trio_bytecode": not args.no_bytecode,
+        "post": args.post,
+        "band_trio_env": "own venv: band-trio without extras, uv.lock versions",
         "baselines": [attrs.asdict(b) for b in baselines.values()],
         "results": [attrs.asdict(r) for r in results],
     }
@@ -895,7 +938,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-bytecode",
         action="store_true",
-        help="run band-trio without precompiled bytecode (as the runs before 2026-11-30 06:10)",
+        help="install band-trio without compiling bytecode (it then compiles from source at every start)",
+    )
+    parser.add_argument(
+        "--post",
+        choices=("inproc", "http"),
+        default="inproc",
+        help="how the human side posts the load: in this process (default) or over "
+        "the human REST API with 16 connections (the method of the runs before 07:00 UTC)",
     )
     parser.add_argument(
         "--profile",
@@ -912,6 +962,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             help=f"extra environment for the {contender} agent (an experiment; repeatable)",
         )
     args = parser.parse_args(argv)
+    global POST_MODE
+    POST_MODE = args.post
     for contender, pairs in (("band-trio", args.trio_env), ("band-sdk", args.sdk_env)):
         for pair in pairs:
             key, sep, value = pair.partition("=")
