@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -46,6 +46,7 @@ from band_trio.runtime.types import (
 )
 from band_trio.tools.agent import AgentTools
 from band_trio.tools.contacts import ContactEventConfig, ContactEventHandler
+from band_trio.tools.definitions import Capability
 from band_trio.wire.models import ChatParticipant
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
@@ -55,6 +56,20 @@ logger = logging.getLogger("band_trio.agent")
 _LINK_BUFFER = 256
 """Events the link may queue for the dispatcher (which never blocks, so this
 only absorbs bursts; the link applies back-pressure beyond it)."""
+
+
+def _unserved_capabilities(feature_flags: Mapping[str, Any] | None) -> frozenset[Capability]:
+    """The capabilities the deployment does not serve, from ``/me`` feature flags
+    (runtime.md §1.3 step 6, §8.8).
+
+    FILES needs ``ff_file_transfer`` to be exactly ``True``; false or a missing
+    key leaves it unserved. Flags of None (an old platform) prune nothing.
+    """
+    if feature_flags is None:
+        return frozenset()
+    if feature_flags.get("ff_file_transfer") is True:
+        return frozenset()
+    return frozenset({Capability.FILES})
 
 
 @attrs.frozen
@@ -293,6 +308,11 @@ class Agent:
                         "the platform reports no description for this agent; set one first"
                     )
                 self.agent_name, self.agent_description = me.name, me.description
+                unserved = _unserved_capabilities(getattr(me, "feature_flags", None))
+                if Capability.FILES in unserved:
+                    logger.info(
+                        "the platform does not serve file transfer; file tools are not offered"
+                    )
                 await self.adapter.on_started(me.name, me.description or "")
                 link = runtime.make_link()
                 self._link = link
@@ -312,6 +332,7 @@ class Agent:
                         participants=participants,
                         hooks=hooks,
                         hub_room_id=hub_room_id(),
+                        unserved=unserved,
                     )
                     return cast(AgentToolsProtocol, tools)
 

@@ -102,6 +102,8 @@ class Agent:
     is_global: bool = False
     listed_in_directory: bool = False
     tags: list[str] = attrs.Factory(list)
+    feature_flags: dict[str, bool] = attrs.Factory(dict)
+    """What ``GET /agent/me`` reports as ``feature_flags`` for this agent."""
     kind: PrincipalType = "Agent"
 
 

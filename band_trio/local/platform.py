@@ -207,15 +207,32 @@ class LocalPlatform:
         return UserCredentials(id=user.id, api_key=user.api_key, handle=user.handle, name=user.name)
 
     def register_agent(
-        self, name: str, description: str, *, owner: str | UserCredentials | None = None
+        self,
+        name: str,
+        description: str,
+        *,
+        owner: str | UserCredentials | None = None,
+        feature_flags: Mapping[str, bool] | None = None,
     ) -> AgentCredentials:
         """Register an agent owned by ``owner`` (the pre-created user by default).
+
+        Args:
+            name: display name.
+            description: the agent's description.
+            owner: the owning user (id or credentials).
+            feature_flags: what the agent's ``GET /agent/me`` reports as
+                ``feature_flags``; None = every feature served
+                (``{"ff_file_transfer": True, "ff_room_tasks": True}``). Pass
+                ``{"ff_file_transfer": False, ...}`` to play a deployment that
+                does not serve file transfer.
 
         Raises:
             KeyError: ``owner`` is not a user of this platform.
         """
         owner_id = owner.id if isinstance(owner, UserCredentials) else (owner or self.user.id)
-        agent = self.state.register_agent(self.state.users[owner_id], name, description)
+        agent = self.state.register_agent(
+            self.state.users[owner_id], name, description, feature_flags=feature_flags
+        )
         creds = AgentCredentials(
             id=agent.id, api_key=agent.api_key, name=agent.name, handle=agent.handle
         )

@@ -37,7 +37,7 @@ import json
 import re
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from band_trio.errors import APIStatusError
 from band_trio.local._input import Obj, forbidden, invalid, not_found
@@ -188,8 +188,19 @@ class PlatformState:
         self._by_handle[handle] = user.id
         return user
 
-    def register_agent(self, owner: User, name: str, description: str) -> Agent:
-        """Register an agent owned by ``owner``; its handle is ``<owner>/<slug>``."""
+    def register_agent(
+        self,
+        owner: User,
+        name: str,
+        description: str,
+        *,
+        feature_flags: Mapping[str, bool] | None = None,
+    ) -> Agent:
+        """Register an agent owned by ``owner``; its handle is ``<owner>/<slug>``.
+
+        ``feature_flags`` is what its ``/me`` reports (default
+        :data:`FEATURE_FLAGS`: every feature served).
+        """
         base = slugify(name)
         slug = base
         for n in itertools.count(2):
@@ -207,6 +218,7 @@ class PlatformState:
             api_key=new_key("band_a"),
             inserted_at=ts,
             updated_at=ts,
+            feature_flags=dict(FEATURE_FLAGS if feature_flags is None else feature_flags),
         )
         self.agents[agent.id] = agent
         self._by_key[agent.api_key] = agent.id
@@ -256,7 +268,7 @@ class PlatformState:
             "owner_uuid": agent.owner_id,
             "inserted_at": agent.inserted_at,
             "updated_at": agent.updated_at,
-            "feature_flags": dict(FEATURE_FLAGS),
+            "feature_flags": dict(agent.feature_flags),
             "listed_in_directory": agent.listed_in_directory,
             "tags": list(agent.tags),
         }

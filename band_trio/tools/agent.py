@@ -219,6 +219,12 @@ class AgentTools:
             (contacts). Used by :meth:`get_tool_schemas` when the call gives none.
         custom_tools: custom tools that appear after the platform tools and run
             through the same dispatcher.
+        unserved: capabilities the deployment does not serve (the agent passes
+            ``{Capability.FILES}`` when its ``/me`` feature flags lack
+            ``ff_file_transfer: true``). Their tools are never offered, whatever
+            ``capabilities``, ``include_tools`` or ``include_categories`` ask for,
+            and :meth:`execute_tool_call` answers them ``NOT_OFFERED`` without
+            calling the platform. Default: none.
     """
 
     def __init__(
@@ -232,8 +238,10 @@ class AgentTools:
         hub_room_id: str | None = None,
         capabilities: frozenset[Capability] | None = None,
         custom_tools: CustomTools | None = None,
+        unserved: frozenset[Capability] = frozenset(),
     ) -> None:
         self._rest = rest
+        self._unserved = frozenset(unserved)
         # The contact operations shared with CALLBACK handlers (one implementation).
         self._contacts = ContactTools(rest)
         self._room_id = room_id
@@ -1014,7 +1022,7 @@ class AgentTools:
         )
         if self.is_hub_room:
             caps = caps | {Capability.CONTACTS}
-        return caps
+        return caps - self._unserved
 
     def get_tool_schemas(
         self,
@@ -1030,7 +1038,9 @@ class AgentTools:
 
         ``capabilities=None`` uses the capabilities given at construction (or the
         default set, contacts). In the hub room the contact tools are always
-        included. Custom tools (given here or at construction) come last.
+        included. Capabilities given as ``unserved`` at construction are always
+        left out, and the include filters cannot bring their tools back. Custom
+        tools (given here or at construction) come last.
 
         The platform tools returned are remembered as *offered*: from then on
         :meth:`execute_tool_call` refuses platform tools this object never
@@ -1054,8 +1064,9 @@ class AgentTools:
     def offered_tools(self) -> frozenset[str] | None:
         """Platform tools a model may call through :meth:`execute_tool_call`.
 
-        None means no restriction: no capabilities were given at construction
-        and no schemas were requested from this object yet.
+        None means no restriction (beyond the ``unserved`` capabilities, which
+        are always refused): no capabilities were given at construction and no
+        schemas were requested from this object yet.
         """
         return self._offered
 
@@ -1097,7 +1108,10 @@ class AgentTools:
         if definition is None and custom_def is None:
             return ToolResult.error(str(name), ToolErrorKind.UNKNOWN_TOOL, f"Unknown tool: {name}")
         tool_name = str(name)
-        if definition is not None and self._offered is not None and name not in self._offered:
+        if definition is not None and (
+            definition.capability in self._unserved
+            or (self._offered is not None and name not in self._offered)
+        ):
             return ToolResult.error(
                 tool_name,
                 ToolErrorKind.NOT_OFFERED,
