@@ -9,7 +9,7 @@ runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrin
 # against the tests by the issue-3 audit (docs/audit/issue-3.md).
 #   1 test_agent_lifecycle (env), test_config   2-4 test_agent_knobs (state lock; differs)
 #   5 test_agent_knobs                     6 test_agent_knobs (BandConfigError)
-#   7 test_agent_knobs (before the socket) 8 differs
+#   7 test_agent_knobs (before the socket) 8 test_capabilities (at the tools)
 #   9 test_agent_lifecycle (start returns once joined), differs in part
 #  10, 11 test_room_joins                  12 test_room_recovery
 #  13-15, 17, 19-25 differs (no start/stop; cancellation is the lifecycle)
