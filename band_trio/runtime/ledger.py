@@ -8,7 +8,13 @@ Per ``(room_id, message_id)`` the ledger keeps:
   marked failed for good after ``max_attempts`` and then stepped past;
 * a **state**: nothing yet, ``reply_sent`` (a reply was journaled),
   ``ack_pending`` (the turn completed, the ``processed`` write has not landed),
-  ``completed`` or ``failed_final``.
+  ``completed`` or ``failed_final``;
+* **reply intents**: the digest of each reply about to be posted, journaled
+  before the post and dropped once its outcome is known. An intent that is
+  still there when the message comes up again means a post whose outcome was
+  never learned (the process died mid-request, or the response was lost): the
+  runtime then looks for that reply on the platform before running the turn
+  again (see ``Room``), so an ambiguous post never becomes a second reply.
 
 Durability. With a file (the default for agents, see
 :meth:`~band_trio.runtime.config.AgentConfig.ledger_path`) every state change is
@@ -87,6 +93,10 @@ _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS failed (
         room_id TEXT NOT NULL, message_id TEXT NOT NULL, seq INTEGER NOT NULL,
         PRIMARY KEY (room_id, message_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS intents (
+        room_id TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (room_id, message_id, digest)) WITHOUT ROWID""",
 )
 
 Key = tuple[str, str]
@@ -248,6 +258,7 @@ class ClaimsLedger:
         self._in_flight: dict[Key, int] = {}
         self._attempts: dict[Key, int] = {}
         self._replies: dict[Key, list[str]] = {}
+        self._intents: dict[Key, list[str]] = {}
         self._acks: dict[Key, None] = {}
         self._ack_failures: dict[Key, int] = {}
         self._completed: dict[str, OrderedDict[str, None]] = {}
@@ -508,6 +519,48 @@ class ClaimsLedger:
         """Reply ids journaled for a message not yet completed."""
         return tuple(self._replies.get((room_id, message_id), ()))
 
+    def reply_intent(self, room_id: str, message_id: str, digest: str) -> None:
+        """Journal that a reply with ``digest`` is about to be posted.
+
+        Written before the post; :meth:`drop_reply_intent` once the platform
+        accepted or refused it. One that is never dropped marks a post whose
+        outcome is unknown.
+        """
+        key = (room_id, message_id)
+        digests = self._intents.setdefault(key, [])
+        if digest in digests:
+            return
+        digests.append(digest)
+        self._write(
+            "INSERT OR IGNORE INTO intents VALUES (?, ?, ?, ?)",
+            (room_id, message_id, digest, next(self._seq)),
+        )
+
+    def drop_reply_intent(self, room_id: str, message_id: str, digest: str) -> None:
+        """The post with ``digest`` has a known outcome (accepted or refused)."""
+        key = (room_id, message_id)
+        digests = self._intents.get(key)
+        if digests is None or digest not in digests:
+            return
+        digests.remove(digest)
+        if not digests:
+            del self._intents[key]
+        self._write(
+            "DELETE FROM intents WHERE room_id = ? AND message_id = ? AND digest = ?",
+            (room_id, message_id, digest),
+        )
+
+    def reply_intents(self, room_id: str, message_id: str) -> tuple[str, ...]:
+        """Digests of replies to the message whose post had no known outcome."""
+        return tuple(self._intents.get((room_id, message_id), ()))
+
+    def clear_reply_intents(self, room_id: str, message_id: str) -> None:
+        """Forget every open intent of the message (they were looked up)."""
+        if self._intents.pop((room_id, message_id), None) is not None:
+            self._write(
+                "DELETE FROM intents WHERE room_id = ? AND message_id = ?", (room_id, message_id)
+            )
+
     def mark_ack_pending(self, room_id: str, message_id: str) -> None:
         """The turn completed: only the ``processed`` write is owed from now on.
 
@@ -546,6 +599,7 @@ class ClaimsLedger:
                 ("DELETE FROM attempts WHERE room_id = ? AND message_id = ?", key),
                 ("DELETE FROM acks WHERE room_id = ? AND message_id = ?", key),
                 ("DELETE FROM replies WHERE room_id = ? AND message_id = ?", key),
+                ("DELETE FROM intents WHERE room_id = ? AND message_id = ?", key),
                 ("DELETE FROM failed WHERE room_id = ? AND message_id = ?", key),
                 (
                     "INSERT OR REPLACE INTO completed VALUES (?, ?, ?)",
@@ -574,6 +628,7 @@ class ClaimsLedger:
                 ("DELETE FROM attempts WHERE room_id = ? AND message_id = ?", key),
                 ("DELETE FROM acks WHERE room_id = ? AND message_id = ?", key),
                 ("DELETE FROM replies WHERE room_id = ? AND message_id = ?", key),
+                ("DELETE FROM intents WHERE room_id = ? AND message_id = ?", key),
                 (
                     "INSERT OR REPLACE INTO failed VALUES (?, ?, ?)",
                     (room_id, message_id, next(self._seq)),
@@ -683,6 +738,7 @@ class ClaimsLedger:
         self._attempts.pop(key, None)
         self._acks.pop(key, None)
         self._replies.pop(key, None)
+        self._intents.pop(key, None)
         self._ack_failures.pop(key, None)
 
     def _create_schema(self) -> None:
@@ -701,6 +757,9 @@ class ClaimsLedger:
             self._attempts[(room_id, message_id)] = count
         for room_id, message_id, reply_id, seq in db.execute("SELECT * FROM replies ORDER BY seq"):
             self._replies.setdefault((room_id, message_id), []).append(reply_id)
+            top = max(top, seq)
+        for room_id, message_id, digest, seq in db.execute("SELECT * FROM intents ORDER BY seq"):
+            self._intents.setdefault((room_id, message_id), []).append(digest)
             top = max(top, seq)
         for room_id, message_id, seq in db.execute("SELECT * FROM acks ORDER BY seq"):
             self._acks[(room_id, message_id)] = None

@@ -35,7 +35,7 @@ import enum
 import logging
 import math
 import random
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
@@ -54,6 +54,7 @@ from band_trio.errors import (
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.history import HistoryWindow, to_history_items
 from band_trio.runtime.ledger import Attempt, Claim, ClaimsLedger, Refusal, RefusalReason
+from band_trio.runtime.replies import ReplyLookupIncomplete, find_landed_reply
 from band_trio.runtime.roster import Roster, render_participants_msg
 from band_trio.runtime.schedule import ReconcileOutcome, ReconcileSchedule
 from band_trio.runtime.types import (
@@ -102,6 +103,15 @@ _MAX_SYSTEM_LINES: Final = 100
 
 _MAX_SYNTHETIC: Final = 1000
 """Synthetic (contacts hub) messages queued in a room; oldest dropped."""
+
+_MAX_REPLY_LOOKUPS: Final = 3
+"""Failed lookups of a reply with unknown outcome before the message runs again."""
+
+_KNOWN_REPLIES: Final = 1000
+"""Own reply ids a room remembers as accounted for (see ``_reconcile_reply``)."""
+
+_MAX_REPLY_LOOKUP_PAGES: Final = 100
+"""Context pages read at most to find a reply with unknown outcome."""
 
 _PARTICIPANT_CALLBACK_TIMEOUT: Final = 10.0
 """Seconds a participant callback may hold its room's worker before it is cancelled."""
@@ -173,6 +183,8 @@ class RoomStatistics:
         inbox_capacity: the inbox bound.
         stopped: the room is paused by a ``stop`` control.
         turn_running: a turn is in progress now.
+        replies_recovered: messages found already answered on the platform after
+            a reply post with no known outcome (acked, not run again).
     """
 
     room_id: str
@@ -188,6 +200,7 @@ class RoomStatistics:
     inbox_capacity: int
     stopped: bool
     turn_running: bool
+    replies_recovered: int = 0
 
 
 class _Outcome(enum.Enum):
@@ -195,6 +208,12 @@ class _Outcome(enum.Enum):
     SKIPPED = "skipped"  # nothing to run for it (own, done, failed for good)
     RETRY = "retry"  # left on the platform; try again later
     PAUSED = "paused"  # the room is stopped (or fenced)
+
+
+class _ReplyCheck(enum.Enum):
+    LANDED = "landed"  # the reply is on the platform: ack only
+    ABSENT = "absent"  # it is not: run the message
+    UNKNOWN = "unknown"  # could not tell yet: try later
 
 
 class _Drain(enum.Enum):
@@ -255,10 +274,21 @@ class _Turn:
         return self._message_id
 
     def reply_sent(self, reply_id: str) -> None:
+        self._room._note_known_reply(reply_id)
         if self.synthetic:
             return  # no platform message to answer: nothing to journal
         # Durable at once: a crash after this line never yields a second reply.
         self._room._svc.ledger.reply_sent(self._room.room_id, self._message_id, reply_id)
+
+    def reply_intent(self, digest: str) -> None:
+        if self.synthetic:
+            return
+        self._room._svc.ledger.reply_intent(self._room.room_id, self._message_id, digest)
+
+    def reply_settled(self, digest: str) -> None:
+        if self.synthetic:
+            return
+        self._room._svc.ledger.drop_reply_intent(self._room.room_id, self._message_id, digest)
 
     def execution_stopped(self) -> None:
         logger.info(
@@ -424,6 +454,11 @@ class Room:
         self._overflows = 0
         self._resyncs = 0
         self._skipped = 0
+        self._replies_recovered = 0
+        self._reply_lookup_failures: dict[str, int] = {}
+        # Ids of this room's own posts whose outcome is known: never taken for
+        # a reply whose outcome is not (bounded; oldest forgotten first).
+        self._known_replies: OrderedDict[str, None] = OrderedDict()
         self._activity_warned = False
 
     def __repr__(self) -> str:
@@ -551,6 +586,7 @@ class Room:
             inbox_capacity=self._capacity,
             stopped=self._stopped,
             turn_running=self._turn is not None,
+            replies_recovered=self._replies_recovered,
         )
 
     def _kick(self) -> None:
@@ -809,6 +845,13 @@ class Room:
                 ledger.mark_completed(self.room_id, ev.id)
                 self._skipped += 1
                 return _Outcome.SKIPPED
+            if ledger.reply_intents(self.room_id, ev.id):
+                known = await self._reconcile_reply(ev)
+                if known is _ReplyCheck.UNKNOWN:
+                    return _Outcome.RETRY
+                if known is _ReplyCheck.LANDED:
+                    # An earlier post did land: the turn answered; only ack it.
+                    return _Outcome.ADVANCED if await self._ack(ev.id) else _Outcome.RETRY
             attempt = ledger.record_attempt(claim)
             if attempt.exceeded:
                 # The attempts were used up without a verdict (for example by
@@ -825,6 +868,73 @@ class Room:
             return await self._run_turn(ev, claim, attempt)
         finally:
             ledger.release(claim)
+
+    def _note_known_reply(self, reply_id: str) -> None:
+        self._known_replies[reply_id] = None
+        if len(self._known_replies) > _KNOWN_REPLIES:
+            self._known_replies.popitem(last=False)
+
+    async def _reconcile_reply(self, ev: MessageCreated) -> _ReplyCheck:
+        """A reply to ``ev`` was posted without a known outcome: find out
+        whether the platform stored it before the message runs again.
+
+        LANDED: it is there, journaled as sent (the message is only acked).
+        ABSENT: it is not; the intents are cleared and the message runs.
+        UNKNOWN: the lookup failed; try again later. After
+        ``_MAX_REPLY_LOOKUPS`` failed lookups, or when the room's context is
+        too long to read, the message runs again: answering twice is better
+        than never answering.
+        """
+        svc = self._svc
+        ledger = svc.ledger
+        cfg = svc.config
+        digests = ledger.reply_intents(self.room_id, ev.id)
+        try:
+            landed = await find_landed_reply(
+                svc.rest,
+                room_id=self.room_id,
+                agent_id=svc.agent_id,
+                trigger=ev,
+                digests=digests,
+                known=self._known_replies.keys(),
+                page_size=cfg.history_page_size,
+                max_pages=_MAX_REPLY_LOOKUP_PAGES,
+            )
+        except BandError as exc:
+            failures = self._reply_lookup_failures.get(ev.id, 0) + 1
+            self._reply_lookup_failures[ev.id] = failures
+            if failures < _MAX_REPLY_LOOKUPS:
+                logger.warning(
+                    "room %s: could not check whether a reply to %s landed (%d): %s",
+                    self.room_id,
+                    ev.id,
+                    failures,
+                    exc,
+                )
+                return _ReplyCheck.UNKNOWN
+            logger.error(
+                "room %s: gave up checking whether a reply to %s landed; running it again",
+                self.room_id,
+                ev.id,
+            )
+            landed = None
+        except ReplyLookupIncomplete as exc:
+            logger.error("room %s: %s; running %s again", self.room_id, exc, ev.id)
+            landed = None
+        self._reply_lookup_failures.pop(ev.id, None)
+        if landed is None:
+            ledger.clear_reply_intents(self.room_id, ev.id)
+            return _ReplyCheck.ABSENT
+        logger.info(
+            "room %s: the reply to %s had landed (%s); acking without a second run",
+            self.room_id,
+            ev.id,
+            landed,
+        )
+        ledger.reply_sent(self.room_id, ev.id, landed)
+        ledger.clear_reply_intents(self.room_id, ev.id)
+        self._replies_recovered += 1
+        return _ReplyCheck.LANDED
 
     async def _run_turn(self, ev: MessageCreated, claim: Claim, attempt: Attempt) -> _Outcome:
         svc = self._svc

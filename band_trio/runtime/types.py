@@ -301,6 +301,21 @@ class TurnHooks(Protocol):
         """
         ...
 
+    def reply_intent(self, digest: str) -> None:
+        """Journal durably that a reply with ``digest`` is about to be posted
+        (see :func:`band_trio.runtime.replies.reply_digest`).
+
+        Called right before the post. If the post's outcome is never learned
+        (the process dies, the response is lost), the runtime looks for that
+        reply on the platform before it runs the message again.
+        """
+        ...
+
+    def reply_settled(self, digest: str) -> None:
+        """The post of the reply with ``digest`` has a known outcome: the
+        platform accepted it (after :meth:`reply_sent`) or refused it."""
+        ...
+
     def execution_stopped(self) -> None:
         """The platform said the room's execution is stopped: end the turn cooperatively."""
         ...

@@ -30,6 +30,7 @@ from band_trio.errors import (
     UnknownParticipantError,
     UnprocessableEntityError,
 )
+from band_trio.runtime.replies import reply_digest
 from band_trio.runtime.roster import Roster, available_handles, resolve_mention
 from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
 from band_trio.tools._schema import validate_params
@@ -194,6 +195,15 @@ def _expired(attachment: Attachment, now: _dt.datetime) -> bool:
     if when.tzinfo is None:
         when = when.replace(tzinfo=_dt.UTC)
     return when <= now
+
+
+def _maybe_stored(exc: Exception) -> bool:
+    """Whether a failed post may still have been stored by the platform: a
+    transport failure or timeout after the request may have been sent, or a
+    5xx. A 4xx, a refusal of a stopped room, or a local error was not stored."""
+    if isinstance(exc, BandConnectionError):
+        return True
+    return isinstance(exc, APIStatusError) and exc.status_code >= 500
 
 
 def _is_stopped(exc: APIStatusError) -> bool:
@@ -366,28 +376,42 @@ class AgentTools:
             return None
         targets = await self._resolve_mentions(mentions)
         requests = [MentionRequest(id=p.id, handle=p.handle) for p in targets]
+        hooks = self._hooks if journal else None
+        digest = reply_digest(content)
+        if hooks is not None:
+            # Journaled before the post: if its outcome is never learned, the
+            # runtime looks for this reply before it runs the message again.
+            hooks.reply_intent(digest)
         try:
-            sent = await self._rest.send_message(
-                self._room_id, content, requests, attachment_ids=attachment_ids
-            )
-        except RoomExecutionStoppedError:
-            self._stopped()
-            raise
-        except PermissionDeniedError as exc:
-            if _is_stopped(exc):
+            try:
+                sent = await self._rest.send_message(
+                    self._room_id, content, requests, attachment_ids=attachment_ids
+                )
+            except RoomExecutionStoppedError:
                 self._stopped()
-                raise RoomExecutionStoppedError(self._room_id) from exc
+                raise
+            except PermissionDeniedError as exc:
+                if _is_stopped(exc):
+                    self._stopped()
+                    raise RoomExecutionStoppedError(self._room_id) from exc
+                raise
+            except UnprocessableEntityError as exc:
+                if (exc.message or "") == "mentioned_participant_not_in_room" or (
+                    exc.code == "mentioned_participant_not_in_room"
+                ):
+                    raise BandToolError(
+                        "mentioned_participant_not_in_room: mentioned participant is not in the room"
+                    ) from exc
+                raise
+        except Exception as exc:
+            # (A cancellation is no Exception: its outcome is unknown, and the
+            # intent stays, as it does for a failure that may have been stored.)
+            if hooks is not None and not _maybe_stored(exc):
+                hooks.reply_settled(digest)
             raise
-        except UnprocessableEntityError as exc:
-            if (exc.message or "") == "mentioned_participant_not_in_room" or (
-                exc.code == "mentioned_participant_not_in_room"
-            ):
-                raise BandToolError(
-                    "mentioned_participant_not_in_room: mentioned participant is not in the room"
-                ) from exc
-            raise
-        if journal and self._hooks is not None:
-            self._hooks.reply_sent(sent.id)
+        if hooks is not None:
+            hooks.reply_sent(sent.id)
+            hooks.reply_settled(digest)
         return sent
 
     @_tool("band_send_message")

@@ -98,12 +98,20 @@ class ScriptedPlatform:
 class RecordingHooks:
     message_id: str | None = "msg-trigger"
     replies: list[str] = attrs.Factory(list)
+    intents: list[str] = attrs.Factory(list)
+    settled: list[str] = attrs.Factory(list)
     effects: list[ToolEffect] = attrs.Factory(list)
     stopped: int = 0
     on_stopped: Callable[[], None] | None = None
 
     def reply_sent(self, reply_id: str) -> None:
         self.replies.append(reply_id)
+
+    def reply_intent(self, digest: str) -> None:
+        self.intents.append(digest)
+
+    def reply_settled(self, digest: str) -> None:
+        self.settled.append(digest)
 
     def execution_stopped(self) -> None:
         self.stopped += 1

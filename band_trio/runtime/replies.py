@@ -1,0 +1,103 @@
+"""Finding a reply whose post had no known outcome.
+
+A reply post can end without the agent learning whether the platform stored
+it: the process is killed mid-request, the connection drops after the request
+was sent, or the platform answers 5xx after storing it. Posting it again could
+answer the message twice; never posting it could leave it unanswered. So the
+tools journal a digest of each reply before posting it (the claims ledger's
+*reply intents*), and before such a message runs again the room looks for the
+reply on the platform with :func:`find_landed_reply`.
+
+The platform rewrites mentions into ``@[[<id>]]`` tokens (and prepends one for
+a mentioned participant the text does not name, protocol.md §5.8), so the
+digest is taken over the text without any mention token or ``@word``, with
+whitespace collapsed: the sent text and the stored text give the same digest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Collection
+from typing import Final
+
+from band_trio.wire.events import MessageCreated
+from band_trio.wire.rest import RestClient
+
+__all__ = ["ReplyLookupIncomplete", "find_landed_reply", "reply_digest"]
+
+_TOKEN: Final = re.compile(r"@\[\[[^\]]*\]\]")
+_AT_WORD: Final = re.compile(r"(?<!\S)@\S+")
+
+
+class ReplyLookupIncomplete(Exception):
+    """The room's context was longer than the lookup may read: not known."""
+
+
+def reply_digest(content: str) -> str:
+    """The digest of a reply's text as sent, equal to that of the text as stored."""
+    text = _AT_WORD.sub(" ", _TOKEN.sub(" ", content))
+    normal = " ".join(text.split())
+    return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _instant(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
+
+
+async def find_landed_reply(
+    rest: RestClient,
+    *,
+    room_id: str,
+    agent_id: str,
+    trigger: MessageCreated,
+    digests: Collection[str],
+    known: Collection[str] = (),
+    page_size: int,
+    max_pages: int,
+) -> str | None:
+    """The id of a text message the agent posted in the room after ``trigger``
+    whose digest is one of ``digests``, or None when there is none. Messages in
+    ``known`` (own posts whose outcome the agent learned, i.e. answers to other
+    messages) are never taken.
+
+    Reads the room's context (the agent's own messages and those mentioning
+    it, oldest first) to its end, at most ``max_pages`` pages.
+
+    Raises:
+        ReplyLookupIncomplete: the context has more than ``max_pages`` pages.
+        BandError: a read failed.
+    """
+    wanted = set(digests)
+    since = _instant(trigger.inserted_at)
+    trigger_seen = False
+    page = await rest.get_context(room_id, limit=page_size)
+    pages = 1
+    while True:
+        for message in page.items:
+            if message.id == trigger.id:
+                trigger_seen = True
+                continue
+            if message.sender_id != agent_id or message.message_type != "text":
+                continue
+            if message.id in known:
+                continue
+            at = _instant(message.inserted_at)
+            after = trigger_seen or (since is not None and at is not None and at >= since)
+            if after and reply_digest(message.content) in wanted:
+                return message.id
+        if not (page.has_more and page.next_cursor):
+            return None
+        if pages >= max_pages:
+            raise ReplyLookupIncomplete(
+                f"room {room_id}: context longer than {max_pages} pages of {page_size}"
+            )
+        page = await rest.get_context(room_id, cursor=page.next_cursor, limit=page_size)
+        pages += 1
