@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from types import TracebackType
 from typing import Any, Final, TypeVar
 from urllib.parse import quote
+from urllib.request import getproxies
 
 import attrs
 import cattrs
@@ -292,9 +293,19 @@ class RestClient:
         keepalive = config.max_keepalive_connections
         if keepalive is None:
             keepalive = config.max_connections
-        if transport is None:
+        limits: dict[str, Any] = {}
+        if transport is None and not getproxies():
             transport = PooledTransport(
                 max_keepalive=min(keepalive, config.max_connections),
+                keepalive_expiry=config.keepalive_expiry,
+            )
+        elif transport is None:
+            # Proxies configured in the environment (HTTP_PROXY, HTTPS_PROXY,
+            # ALL_PROXY, NO_PROXY, ...): httpx applies them only with its own
+            # transports, so use those (the slots above still bound the load).
+            limits["limits"] = httpx.Limits(
+                max_connections=config.max_connections,
+                max_keepalive_connections=min(keepalive, config.max_connections),
                 keepalive_expiry=config.keepalive_expiry,
             )
         self._client = httpx.AsyncClient(
@@ -302,6 +313,7 @@ class RestClient:
             headers={"X-API-Key": api_key, "User-Agent": config.user_agent},
             timeout=httpx.Timeout(config.timeout),
             transport=transport,
+            **limits,
             follow_redirects=True,
             event_hooks={"request": [self._guard_key_on_redirect]},
         )

@@ -23,6 +23,16 @@ from band_trio.wire.retry import RetryPolicy
 
 from .rest_mock import API_KEY, ME
 
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about band-trio's own pool, used when no proxy is set."""
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
 
 class Server:
     """Answers ``GET /api/v1/agent/me`` with ``ME``; ``behaviour`` changes that.
@@ -37,6 +47,7 @@ class Server:
         self.open = 0
         self.most_open = 0
         self.requests = 0
+        self.targets: list[bytes] = []
         self.behaviour = "ok"
         self.gate = trio.Event()
         self.port = 0
@@ -76,6 +87,8 @@ class Server:
                 continue
             if isinstance(event, h11.ConnectionClosed):
                 return
+            if isinstance(event, h11.Request):
+                self.targets.append(event.target)
             if not isinstance(event, h11.EndOfMessage):
                 continue
             self.requests += 1
@@ -249,3 +262,39 @@ async def test_closing_the_client_closes_idle_connections_and_refuses_new_calls(
             await server.wait_until(lambda: server.open == 0)
             with pytest.raises(Exception):  # noqa: B017, PT011 - httpx's own "closed client" error
                 await rest.get_me()
+
+
+async def test_proxies_from_the_environment_are_honoured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With HTTP_PROXY set, requests go to the proxy in absolute form (httpx's
+    # own transport applies the environment; band-trio's pool does not).
+    with trio.fail_after(30):
+        async with running_server() as proxy:
+            for name in ("HTTP_PROXY", "http_proxy"):
+                monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
+            rest = RestClient(
+                base_url="http://band.test",
+                api_key=API_KEY,
+                config=RestConfig(retry=RetryPolicy(max_retries=0)),
+            )
+            async with rest:
+                assert not isinstance(rest._client._transport, PooledTransport)
+                await rest.get_me()
+            assert proxy.targets == [b"http://band.test/api/v1/agent/me"]
+
+
+async def test_without_proxies_the_own_pool_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    async with running_server() as server, client(server) as rest:
+        assert isinstance(rest._client._transport, PooledTransport)
+        await rest.get_me()
+        assert server.targets == [b"/api/v1/agent/me"]
