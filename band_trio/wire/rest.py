@@ -294,7 +294,8 @@ class RestClient:
         if keepalive is None:
             keepalive = config.max_connections
         limits: dict[str, Any] = {}
-        if transport is None and not getproxies():
+        proxied = any(scheme != "no" for scheme in getproxies())
+        if transport is None and not proxied:
             transport = PooledTransport(
                 max_keepalive=min(keepalive, config.max_connections),
                 keepalive_expiry=config.keepalive_expiry,
