@@ -40,34 +40,28 @@ from typing import Any
 import trio
 
 from band_trio.local import HumanClient, LocalPlatform
+from band_trio.wire._pool import PooledTransport
 from band_trio.wire.models import MentionRequest
 from band_trio.wire.rest import RestClient, RestConfig
 
 
-class _CountingBackend:
-    """Wraps httpcore's network backend to count TCP connects (benchmark only)."""
+class _Connects:
+    """Connections the client's transport opened since ``start`` (benchmark only)."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.connects = 0
+    def __init__(self, transport: PooledTransport) -> None:
+        self._transport = transport
+        self._start = transport.opened
 
-    async def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
-        self.connects += 1
-        return await self.inner.connect_tcp(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    @property
+    def connects(self) -> int:
+        return self._transport.opened - self._start
 
 
-def _count_connections(rest: RestClient) -> _CountingBackend | None:
-    # Reaches into httpx/httpcore internals; only a benchmark does this.
-    pool = getattr(getattr(getattr(rest, "_client", None), "_transport", None), "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if pool is None or backend is None:
-        return None
-    counter = _CountingBackend(backend)
-    pool._network_backend = counter
-    return counter
+def _count_connections(rest: RestClient) -> _Connects | None:
+    # RestClient's own transport counts what it opens (None behind a proxy,
+    # where httpx's transport is used).
+    transport = getattr(getattr(rest, "_client", None), "_transport", None)
+    return _Connects(transport) if isinstance(transport, PooledTransport) else None
 
 
 @asynccontextmanager
