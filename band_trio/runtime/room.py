@@ -931,6 +931,8 @@ class Room:
             ev.id,
             landed,
         )
+        # Accounted for now: never the lost reply of another message.
+        self._note_known_reply(landed)
         ledger.reply_sent(self.room_id, ev.id, landed)
         ledger.clear_reply_intents(self.room_id, ev.id)
         self._replies_recovered += 1
