@@ -10,8 +10,9 @@ reply on the platform with :func:`find_landed_reply`.
 
 The platform rewrites mentions into ``@[[<id>]]`` tokens (and prepends one for
 a mentioned participant the text does not name, protocol.md §5.8), so the
-digest is taken over the text without any mention token or ``@word``, with
-whitespace collapsed: the sent text and the stored text give the same digest.
+digest is taken over the text without any mention token or ``@handle`` (the
+punctuation around a mention is kept), with whitespace collapsed: the sent text
+and the stored text give the same digest.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ from band_trio.wire.rest import RestClient
 __all__ = ["ReplyLookupIncomplete", "find_landed_reply", "reply_digest"]
 
 _TOKEN: Final = re.compile(r"@\[\[[^\]]*\]\]")
-_AT_WORD: Final = re.compile(r"(?<!\S)@\S+")
+# A handle as the platform matches it (whole handles, protocol.md Appendix B):
+# not after a word character, and without the punctuation that follows it
+# ("@alice," becomes "@[[id]],"), a final "." included ("see @alice.").
+_AT_WORD: Final = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9_/-]+(?:\.[A-Za-z0-9_/-]+)*")
 
 
 class ReplyLookupIncomplete(Exception):
