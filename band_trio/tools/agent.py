@@ -22,6 +22,7 @@ from band_trio.errors import (
     APIStatusError,
     BandConnectionError,
     BandError,
+    BandProtocolError,
     BandToolError,
     NotFoundError,
     PermissionDeniedError,
@@ -199,9 +200,10 @@ def _expired(attachment: Attachment, now: _dt.datetime) -> bool:
 
 def _maybe_stored(exc: Exception) -> bool:
     """Whether a failed post may still have been stored by the platform: a
-    transport failure or timeout after the request may have been sent, or a
-    5xx. A 4xx, a refusal of a stopped room, or a local error was not stored."""
-    if isinstance(exc, BandConnectionError):
+    transport failure or timeout after the request may have been sent, a 5xx,
+    or a 2xx whose body was not a receipt (stored for sure). A 4xx, a refusal
+    of a stopped room, or a local error was not stored."""
+    if isinstance(exc, BandConnectionError | BandProtocolError):
         return True
     return isinstance(exc, APIStatusError) and exc.status_code >= 500
 

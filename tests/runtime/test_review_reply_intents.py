@@ -45,3 +45,28 @@ async def test_a_recovered_reply_is_not_taken_for_a_later_messages_lost_reply(  
             # posted again after its refused post.
             assert sum(1 for t in s.agent_texts(room_id) if t.endswith("noted")) == 2
             assert [c.msg.id for c in adapter.calls] == [first, second, second]
+
+
+async def test_a_stored_reply_whose_2xx_answer_is_malformed_is_not_posted_again(  # type: ignore[no-untyped-def]
+    band_platform,
+) -> None:
+    """The platform stores the reply and answers 201 with a body that is not
+    a receipt (the tool raises BandProtocolError). A 2xx means the reply is
+    stored: the message is only acked when it comes up again, never answered
+    twice."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = RecordingAdapter()
+            agent = s.make_agent(adapter)
+            async with serving(agent):
+                garbled = band_platform.faults.add("POST", REPLY, 201, 1, perform=True)
+                word = token("garbled")
+                mid = await s.post(room_id, word)
+                await wait_until(lambda: s.processed(room_id, mid))
+                stats = agent.room_statistics(room_id)
+                assert stats is not None
+                assert stats.replies_recovered == 1
+            assert garbled.hits == 1
+            assert s.replies_to(room_id, word) == 1
+            assert len(adapter.calls) == 1

@@ -9,6 +9,7 @@ import trio
 
 from band_trio.errors import (
     BandConnectionError,
+    BandProtocolError,
     BandToolError,
     InternalServerError,
     RoomExecutionStoppedError,
@@ -115,3 +116,14 @@ async def test_a_blank_reply_journals_nothing(
     platform.on("POST", MESSAGES, ok({}))
     assert await tools.send_message("   ", ["alice"]) is None
     assert hooks.intents == []
+
+
+async def test_a_2xx_without_a_receipt_leaves_the_intent_open(
+    tools: AgentTools, platform: ScriptedPlatform, hooks: RecordingHooks
+) -> None:
+    # A 2xx means the platform stored the reply; only its receipt is unreadable.
+    platform.on("POST", MESSAGES, httpx.Response(201, json={"unexpected": True}))
+    with trio.fail_after(5), pytest.raises(BandProtocolError):
+        await tools.send_message("hello", ["alice"])
+    assert hooks.intents == [reply_digest("hello")]
+    assert hooks.settled == []
