@@ -988,6 +988,16 @@ class Room:
                 _Result.DROPPED,
                 _Result.MISSING_REPLY,
             )
+            if (
+                result in (_Result.ERROR, _Result.TIMEOUT, _Result.MISSING_REPLY)
+                and ledger.reply_intents(self.room_id, ev.id)
+                and await self._reconcile_reply(ev) is _ReplyCheck.LANDED
+            ):
+                # The turn failed around a reply post with no known outcome,
+                # and that reply is on the platform: the message was answered.
+                # Ack it rather than fail it (and never tell the room that
+                # nothing reached it).
+                result, error = _Result.SUCCESS, None
             return await self._settle(turn, ev.id, result, error)
         finally:
             # Interrupts, stops, refused claims and cancellation do not use up

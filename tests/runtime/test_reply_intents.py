@@ -9,6 +9,7 @@ platform and checks the platform's own state.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import trio
@@ -184,3 +185,52 @@ async def test_an_earlier_identical_reply_does_not_count(band_platform) -> None:
             # The second message ran again and was answered: two "noted" in all.
             assert sum(1 for t in s.agent_texts(room_id) if t.endswith("noted")) == 2
             assert len(adapter.calls) == 3
+
+
+async def test_a_last_attempt_whose_reply_landed_is_acked_not_failed(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """With one attempt allowed, a turn that fails around a stored reply
+    (answered 500) would be failed for good with an error event telling the
+    room nothing reached it. The reply is looked up at once: the message is
+    acked, no error event."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = RecordingAdapter()
+            agent = s.make_agent(adapter, fast_config(max_attempts=1))
+            async with serving(agent):
+                band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
+                word = token("last")
+                mid = await s.post(room_id, word)
+                await wait_until(lambda: s.processed(room_id, mid))
+                stats = agent.room_statistics(room_id)
+                assert stats is not None
+                assert (stats.replies_recovered, stats.failed_for_good) == (1, 0)
+            assert _runs(adapter, word) == 1
+            assert s.replies_to(room_id, word) == 1
+            assert s.agent_events(room_id, "error") == []
+
+
+async def test_a_swallowed_post_error_is_not_judged_a_missing_reply(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """The adapter catches the post's 500 and returns: judged alone, the turn
+    "ended without a reply" (error event, failed). The stored reply is found
+    first, so the message is acked instead."""
+
+    async def swallow(
+        adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
+    ) -> None:
+        with contextlib.suppress(InternalServerError):
+            await echo(adapter, msg, tools)
+
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = RecordingAdapter(swallow)
+            agent = s.make_agent(adapter)
+            async with serving(agent):
+                band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
+                word = token("swallowed")
+                mid = await s.post(room_id, word)
+                await wait_until(lambda: s.processed(room_id, mid))
+            assert _runs(adapter, word) == 1
+            assert s.replies_to(room_id, word) == 1
+            assert s.agent_events(room_id, "error") == []
