@@ -95,6 +95,8 @@ class AgentStatistics:
         rejected: pushes the link rejected as invalid.
         control_signals: ``agent.control`` signals applied.
         per_room: each served room's statistics.
+        replies_recovered: messages found already answered on the platform
+            after a reply post with no known outcome (acked, not run again).
     """
 
     serving: bool
@@ -114,6 +116,7 @@ class AgentStatistics:
     rejected: int
     control_signals: int
     per_room: tuple[RoomStatistics, ...]
+    replies_recovered: int = 0
 
 
 @attrs.define
@@ -482,6 +485,7 @@ class Agent:
             rejected=es.rejected,
             control_signals=es.control_applied,
             per_room=rooms,
+            replies_recovered=sum(r.replies_recovered for r in rooms),
         )
 
     def room_statistics(self, room_id: str) -> RoomStatistics | None:

@@ -52,6 +52,7 @@ async def test_a_reply_stored_but_answered_500_is_not_posted_again(band_platform
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert stats.replies_recovered == 1
+                assert agent.statistics().replies_recovered == 1
                 # The room goes on normally afterwards.
                 later = token("later")
                 later_id = await s.post(room_id, later)
