@@ -2,8 +2,8 @@
 
 One :class:`httpx.AsyncClient` (on Trio; its transport is band-trio's own
 keep-alive pool, :mod:`band_trio.wire._pool`) admitting at most
-``max_connections`` requests at once, one typed async method per endpoint, pagination helpers, a
-typed error for every failure, and retries that never repeat a write the
+``max_connections`` requests at once, one typed async method per endpoint,
+pagination helpers, a typed error for every failure, and retries that never repeat a write the
 platform may already have done (see :mod:`band_trio.wire.retry`).
 
 Secrets: the API key lives only in the underlying client's default headers.
@@ -293,28 +293,26 @@ class RestClient:
         keepalive = config.max_keepalive_connections
         if keepalive is None:
             keepalive = config.max_connections
-        limits: dict[str, Any] = {}
         proxied = any(scheme != "no" for scheme in getproxies())
         if transport is None and not proxied:
             transport = PooledTransport(
                 max_keepalive=min(keepalive, config.max_connections),
                 keepalive_expiry=config.keepalive_expiry,
             )
-        elif transport is None:
-            # Proxies configured in the environment (HTTP_PROXY, HTTPS_PROXY,
-            # ALL_PROXY, NO_PROXY, ...): httpx applies them only with its own
-            # transports, so use those (the slots above still bound the load).
-            limits["limits"] = httpx.Limits(
-                max_connections=config.max_connections,
-                max_keepalive_connections=min(keepalive, config.max_connections),
-                keepalive_expiry=config.keepalive_expiry,
-            )
+        # With proxies configured in the environment (HTTP_PROXY, HTTPS_PROXY,
+        # ALL_PROXY, ...) httpx's own transport is used, the only one httpx
+        # applies them to; these limits are for it (the slots still bound the
+        # load). A transport given here ignores them.
         self._client = httpx.AsyncClient(
             base_url=self._base_url,
             headers={"X-API-Key": api_key, "User-Agent": config.user_agent},
             timeout=httpx.Timeout(config.timeout),
+            limits=httpx.Limits(
+                max_connections=config.max_connections,
+                max_keepalive_connections=min(keepalive, config.max_connections),
+                keepalive_expiry=config.keepalive_expiry,
+            ),
             transport=transport,
-            **limits,
             follow_redirects=True,
             event_hooks={"request": [self._guard_key_on_redirect]},
         )
