@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from band_trio.runtime.config import AgentConfig
 
 __all__ = [
+    "KNOWN_REPLIES_PER_ROOM",
     "Attempt",
     "Claim",
     "ClaimsLedger",
@@ -93,6 +94,9 @@ _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS failed (
         room_id TEXT NOT NULL, message_id TEXT NOT NULL, seq INTEGER NOT NULL,
         PRIMARY KEY (room_id, message_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS known_replies (
+        room_id TEXT NOT NULL, reply_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        PRIMARY KEY (room_id, reply_id)) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS intents (
         room_id TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
         seq INTEGER NOT NULL,
@@ -100,6 +104,9 @@ _SCHEMA: Final = (
 )
 
 Key = tuple[str, str]
+
+KNOWN_REPLIES_PER_ROOM: Final = 256
+"""Own reply ids remembered per room as accounted for (see :meth:`ClaimsLedger.known_replies`)."""
 
 # Claim tokens are unique in the process, so a claim from a closed ledger can
 # never release a claim of a reopened one.
@@ -259,6 +266,7 @@ class ClaimsLedger:
         self._attempts: dict[Key, int] = {}
         self._replies: dict[Key, list[str]] = {}
         self._intents: dict[Key, list[str]] = {}
+        self._known: dict[str, OrderedDict[str, None]] = {}
         self._acks: dict[Key, None] = {}
         self._ack_failures: dict[Key, int] = {}
         self._completed: dict[str, OrderedDict[str, None]] = {}
@@ -510,10 +518,41 @@ class ClaimsLedger:
         if reply_id in replies:
             return
         replies.append(reply_id)
-        self._write(
-            "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?)",
-            (room_id, message_id, reply_id, next(self._seq)),
+        self._transaction(
+            [
+                (
+                    "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?)",
+                    (room_id, message_id, reply_id, next(self._seq)),
+                ),
+                *self._remember(room_id, reply_id),
+            ]
         )
+
+    def remember_reply(self, room_id: str, reply_id: str) -> None:
+        """Note an own post whose outcome is known but answers no message (a
+        synthetic turn's): it is accounted for, like every journaled reply."""
+        if reply_id not in self._known.get(room_id, ()):
+            self._transaction(self._remember(room_id, reply_id))
+
+    def known_replies(self, room_id: str) -> frozenset[str]:
+        """Own posts in the room whose outcome is known (the newest
+        ``KNOWN_REPLIES_PER_ROOM``, kept across restarts): never to be taken
+        for a reply whose post had no known outcome."""
+        return frozenset(self._known.get(room_id, ()))
+
+    def _remember(self, room_id: str, reply_id: str) -> list[tuple[str, tuple[object, ...]]]:
+        table = self._known.setdefault(room_id, OrderedDict())
+        evicted = _bounded_add(table, reply_id, KNOWN_REPLIES_PER_ROOM)
+        return [
+            (
+                "INSERT OR REPLACE INTO known_replies VALUES (?, ?, ?)",
+                (room_id, reply_id, next(self._seq)),
+            ),
+            *(
+                ("DELETE FROM known_replies WHERE room_id = ? AND reply_id = ?", (room_id, e))
+                for e in evicted
+            ),
+        ]
 
     def replies(self, room_id: str, message_id: str) -> tuple[str, ...]:
         """Reply ids journaled for a message not yet completed."""
@@ -758,6 +797,13 @@ class ClaimsLedger:
         for room_id, message_id, reply_id, seq in db.execute("SELECT * FROM replies ORDER BY seq"):
             self._replies.setdefault((room_id, message_id), []).append(reply_id)
             top = max(top, seq)
+        for room_id, reply_id, seq in db.execute("SELECT * FROM known_replies ORDER BY seq"):
+            top = max(top, seq)
+            known = self._known.setdefault(room_id, OrderedDict())
+            for e in _bounded_add(known, reply_id, KNOWN_REPLIES_PER_ROOM):
+                db.execute(
+                    "DELETE FROM known_replies WHERE room_id = ? AND reply_id = ?", (room_id, e)
+                )
         for room_id, message_id, digest, seq in db.execute("SELECT * FROM intents ORDER BY seq"):
             self._intents.setdefault((room_id, message_id), []).append(digest)
             top = max(top, seq)

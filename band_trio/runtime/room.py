@@ -35,7 +35,7 @@ import enum
 import logging
 import math
 import random
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
@@ -106,9 +106,6 @@ _MAX_SYNTHETIC: Final = 1000
 
 _MAX_REPLY_LOOKUPS: Final = 3
 """Failed lookups of a reply with unknown outcome before the message runs again."""
-
-_KNOWN_REPLIES: Final = 1000
-"""Own reply ids a room remembers as accounted for (see ``_reconcile_reply``)."""
 
 _MAX_REPLY_LOOKUP_PAGES: Final = 100
 """Context pages read at most to find a reply with unknown outcome."""
@@ -274,11 +271,14 @@ class _Turn:
         return self._message_id
 
     def reply_sent(self, reply_id: str) -> None:
-        self._room._note_known_reply(reply_id)
+        ledger = self._room._svc.ledger
         if self.synthetic:
-            return  # no platform message to answer: nothing to journal
+            # No platform message to answer: nothing to journal, but the post
+            # is accounted for (never taken for a reply with unknown outcome).
+            ledger.remember_reply(self._room.room_id, reply_id)
+            return
         # Durable at once: a crash after this line never yields a second reply.
-        self._room._svc.ledger.reply_sent(self._room.room_id, self._message_id, reply_id)
+        ledger.reply_sent(self._room.room_id, self._message_id, reply_id)
 
     def reply_intent(self, digest: str) -> None:
         if self.synthetic:
@@ -456,9 +456,6 @@ class Room:
         self._skipped = 0
         self._replies_recovered = 0
         self._reply_lookup_failures: dict[str, int] = {}
-        # Ids of this room's own posts whose outcome is known: never taken for
-        # a reply whose outcome is not (bounded; oldest forgotten first).
-        self._known_replies: OrderedDict[str, None] = OrderedDict()
         self._activity_warned = False
 
     def __repr__(self) -> str:
@@ -869,11 +866,6 @@ class Room:
         finally:
             ledger.release(claim)
 
-    def _note_known_reply(self, reply_id: str) -> None:
-        self._known_replies[reply_id] = None
-        if len(self._known_replies) > _KNOWN_REPLIES:
-            self._known_replies.popitem(last=False)
-
     async def _reconcile_reply(self, ev: MessageCreated) -> _ReplyCheck:
         """A reply to ``ev`` was posted without a known outcome: find out
         whether the platform stored it before the message runs again.
@@ -896,7 +888,7 @@ class Room:
                 agent_id=svc.agent_id,
                 trigger=ev,
                 digests=digests,
-                known=self._known_replies.keys(),
+                known=ledger.known_replies(self.room_id),
                 page_size=cfg.history_page_size,
                 max_pages=_MAX_REPLY_LOOKUP_PAGES,
             )
@@ -931,8 +923,7 @@ class Room:
             ev.id,
             landed,
         )
-        # Accounted for now: never the lost reply of another message.
-        self._note_known_reply(landed)
+        # Journaled, hence accounted for: never the lost reply of another message.
         ledger.reply_sent(self.room_id, ev.id, landed)
         ledger.clear_reply_intents(self.room_id, ev.id)
         self._replies_recovered += 1

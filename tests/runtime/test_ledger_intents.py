@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from band_trio.runtime.ledger import Claim, ClaimsLedger, MessageState
+from band_trio.runtime.ledger import KNOWN_REPLIES_PER_ROOM, Claim, ClaimsLedger, MessageState
 
 R = "room-1"
 
@@ -87,3 +87,29 @@ def test_in_memory_intents_work_without_a_file() -> None:
     assert ledger.reply_intents(R, "m1") == ("d",)
     ledger.clear_reply_intents(R, "m1")
     assert ledger.reply_intents(R, "m1") == ()
+
+
+def test_known_replies_survive_completion_and_restart_and_are_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    ledger = ClaimsLedger.open(path)
+    for i in range(KNOWN_REPLIES_PER_ROOM + 5):
+        ledger.reply_sent(R, f"m{i}", f"reply-{i}")
+        ledger.mark_completed(R, f"m{i}")  # the journaled reply goes; known stays
+    ledger.remember_reply(R, "synthetic-reply")
+    ledger.remember_reply("room-2", "other-room")
+    assert ledger.replies(R, "m0") == ()
+    ledger.close()
+
+    ledger = ClaimsLedger.open(path)
+    known = ledger.known_replies(R)
+    assert len(known) == KNOWN_REPLIES_PER_ROOM
+    assert "synthetic-reply" in known
+    assert f"reply-{KNOWN_REPLIES_PER_ROOM + 4}" in known
+    # The oldest were forgotten first, in the file too.
+    assert {"reply-0", "reply-5"}.isdisjoint(known)
+    assert ledger.known_replies("room-2") == frozenset({"other-room"})
+    ledger.close()
+    rows = sqlite3.connect(path).execute(
+        "SELECT COUNT(*) FROM known_replies WHERE room_id = ?", (R,)
+    )
+    assert rows.fetchone()[0] == KNOWN_REPLIES_PER_ROOM

@@ -235,3 +235,57 @@ async def test_a_swallowed_post_error_is_not_judged_a_missing_reply(band_platfor
             assert _runs(adapter, word) == 1
             assert s.replies_to(room_id, word) == 1
             assert s.agent_events(room_id, "error") == []
+
+
+async def test_after_a_restart_a_reply_to_another_message_is_not_taken_for_the_lost_one(  # type: ignore[no-untyped-def]
+    band_platform,
+    tmp_path: Path,
+) -> None:
+    """Two messages wait; the same text answers both. The first is answered
+    (after the second was posted), the second's post fails unstored and the
+    process dies with its intent open. After the restart the first reply is
+    still known as accounted for (durably): the second message is answered,
+    not acked unanswered."""
+    config = fast_config(state_dir=tmp_path, shutdown_timeout=0.0)
+    died = trio.Event()
+
+    async def constant_then_die(
+        adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
+    ) -> None:
+        try:
+            await tools.send_message("noted", [msg.sender_id])
+        except InternalServerError:
+            died.set()
+            await trio.sleep_forever()
+
+    with trio.fail_after(40):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            first = await s.post(room_id, token("first"))
+            second = await s.post(room_id, token("second"))
+            answered_first = trio.Event()
+
+            async def behaviour(
+                adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
+            ) -> None:
+                if msg.id == second:
+                    # The second reply is refused without being stored.
+                    band_platform.faults.add("POST", REPLY, 500, 1)
+                await constant_then_die(adapter, msg, tools)
+                answered_first.set()
+
+            async with trio.open_nursery() as nursery:
+                await nursery.start(s.make_agent(RecordingAdapter(behaviour), config).serve)
+                await died.wait()
+                nursery.cancel_scope.cancel()
+            assert answered_first.is_set()
+            assert s.processed(room_id, first)
+            assert s.status(room_id, second) == "processing"
+            assert sum(1 for t in s.agent_texts(room_id) if t.endswith("noted")) == 1
+            second_adapter = RecordingAdapter(constant_then_die)
+            agent = s.make_agent(second_adapter, config)
+            async with serving(agent):
+                await wait_until(lambda: s.processed(room_id, second))
+                assert agent.statistics().replies_recovered == 0
+            assert [c.msg.id for c in second_adapter.calls] == [second]
+            assert sum(1 for t in s.agent_texts(room_id) if t.endswith("noted")) == 2
