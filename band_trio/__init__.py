@@ -18,6 +18,18 @@ from band_trio.errors import __all__ as _errors_all
 
 if TYPE_CHECKING:
     from band_trio.local import HumanClient, LocalPlatform, open_local_platform
+from band_trio.llm import (
+    AdapterFeatures,
+    AgentFailure,
+    Emit,
+    Usage,
+    emit_usage,
+    is_usage_event,
+    post_tool_call,
+    post_tool_result,
+    render_system_prompt,
+    report_failure,
+)
 from band_trio.runtime.config import AgentConfig, AgentSettings, ConflictPolicy
 from band_trio.runtime.platform import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
@@ -85,8 +97,10 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     *_errors_all,
     *_wire_all,
+    "AdapterFeatures",
     "Agent",
     "AgentConfig",
+    "AgentFailure",
     "AgentInput",
     "AgentMe",
     "AgentSettings",
@@ -103,6 +117,7 @@ __all__ = [
     "ContactTools",
     "CustomTools",
     "DefaultPreprocessor",
+    "Emit",
     "EventCreated",
     "FrameworkAdapter",
     "HistoryConverter",
@@ -124,12 +139,19 @@ __all__ = [
     "ToolResult",
     "TurnContext",
     "TurnHooks",
+    "Usage",
     "__version__",
+    "emit_usage",
     "get_anthropic_tool_schemas",
     "get_openai_tool_schemas",
     "get_tool_schemas",
+    "is_usage_event",
     "open_agent",
     "open_local_platform",
+    "post_tool_call",
+    "post_tool_result",
+    "render_system_prompt",
+    "report_failure",
 ]
 
 

@@ -42,6 +42,7 @@ from band_trio.runtime.types import (
     AgentToolsProtocol,
     FrameworkAdapter,
     Preprocessor,
+    SimpleAdapter,
     TurnHooks,
 )
 from band_trio.tools.agent import AgentTools
@@ -70,6 +71,16 @@ def _unserved_capabilities(feature_flags: Mapping[str, Any] | None) -> frozenset
     if feature_flags.get("ff_file_transfer") is True:
         return frozenset()
     return frozenset({Capability.FILES})
+
+
+def _prune_adapter_features(adapter: object, unserved: frozenset[Capability]) -> None:
+    """Remove unserved capabilities from a :class:`SimpleAdapter`'s features
+    before ``on_started`` (runtime.md §8.8), so the adapter never asks for them."""
+    if not unserved or not isinstance(adapter, SimpleAdapter):
+        return
+    features = adapter.features
+    if features.capabilities & unserved:
+        adapter.apply_effective_features(features.without_capabilities(unserved))
 
 
 @attrs.frozen
@@ -316,6 +327,7 @@ class Agent:
                     logger.info(
                         "the platform does not serve file transfer; file tools are not offered"
                     )
+                _prune_adapter_features(self.adapter, unserved)
                 await self.adapter.on_started(me.name, me.description or "")
                 link = runtime.make_link()
                 self._link = link

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import band_trio
+import band_trio.llm
 import band_trio.testing
 import band_trio.wire
 
@@ -35,6 +36,9 @@ PUBLIC = {
     "AgentTools", "Capability", "ContactEventConfig", "ContactStrategy", "ContactTools",
     "CustomTools", "ToolErrorKind", "ToolResult", "get_anthropic_tool_schemas",
     "get_openai_tool_schemas", "get_tool_schemas",
+    # shared pieces of LLM adapters (band_trio.llm)
+    "AdapterFeatures", "AgentFailure", "Emit", "Usage", "emit_usage", "is_usage_event",
+    "post_tool_call", "post_tool_result", "render_system_prompt", "report_failure",
     # REST models an adapter meets
     "AgentMe", "ChatMessage", "ChatParticipant", "ChatRoom", "EventCreated",
     "MentionRequest", "MessageSent", "MessageStatus", "Peer",
@@ -62,6 +66,40 @@ def test_top_level_names_are_pinned() -> None:
 
 def test_wire_names_are_pinned() -> None:
     assert set(band_trio.wire.__all__) == WIRE
+
+
+LLM = {
+    "CAPABILITY_SECTIONS", "FAILURE_METADATA_KEY", "GENERIC_FAILURE_MESSAGE",
+    "MISSING_REPLY_MESSAGE", "USAGE_EVENT_TYPE", "USAGE_METADATA_KEY", "AdapterFeatures",
+    "AgentFailure", "Emit", "Usage", "emit_usage", "image_blocks_placeholder",
+    "is_usage_event", "post_tool_call", "post_tool_result", "render_system_prompt",
+    "report_failure", "resolve_features", "tool_call_content", "tool_result_content",
+}  # fmt: skip
+
+
+def test_llm_names_are_pinned() -> None:
+    assert set(band_trio.llm.__all__) == LLM
+    for name in LLM:
+        obj = getattr(band_trio.llm, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert inspect.getdoc(obj), f"{name} has no docstring"
+
+
+def test_llm_module_imports_no_llm_framework() -> None:
+    """DESIGN.md rule 7: the core never imports an LLM framework."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, band_trio, band_trio.llm; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'anthropic', 'langchain', 'langchain_core', 'langgraph', 'openai'}); "
+        "print(','.join(bad))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == ""
 
 
 def test_testing_names_are_pinned() -> None:

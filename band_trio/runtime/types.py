@@ -13,7 +13,7 @@ Everything here is sans-io: plain data and protocols. The engine
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import (
     TYPE_CHECKING,
@@ -33,7 +33,10 @@ from band_trio.errors import HistoryConversionError
 from band_trio.wire.models import EventCreated, MessageSent
 
 if TYPE_CHECKING:
+    from band_trio.llm.events import Usage
+    from band_trio.llm.features import AdapterFeatures, Emit
     from band_trio.runtime.roster import Roster
+    from band_trio.tools.definitions import Capability, ToolCategory
 
 __all__ = [
     "AgentInput",
@@ -472,23 +475,85 @@ class SimpleAdapter(Generic[H]):
 
     Args:
         history_converter: converts the raw history once per turn.
+        emit: the event kinds (:class:`~band_trio.llm.Emit`) the adapter posts on
+            its own: a member, its string value or an iterable of those.
+            Omitted: every kind in :attr:`SUPPORTED_EMIT`; ``()``: none.
+        capabilities: the optional tool families
+            (:class:`~band_trio.tools.Capability`) to offer. Omitted: none.
+        include_tools: offer only these tool names (None: no filter).
+        exclude_tools: never offer these tool names (None: no filter).
+        include_categories: offer only tools of these categories (None: no filter).
+
+    Raises:
+        BandConfigError: an invalid value, or an emit kind or capability the
+            class does not support (``"<Class> does not support emit kind(s):
+            ...; supported: ..."``, ``"<Class> does not support
+            capability/-ies: ...; supported: ..."``).
 
     Attributes:
         agent_name: the agent's name, set by :meth:`on_started`.
         agent_description: the agent's description, set by :meth:`on_started`.
         history_converter: the converter given to the constructor.
+        features: the effective :class:`~band_trio.llm.AdapterFeatures`; the
+            runtime removes capabilities the deployment does not serve before
+            :meth:`on_started` (:meth:`apply_effective_features`).
         judges_turns: class attribute, True: the runtime judges each message
             turn with its :class:`TurnLedger`; a turn that returns without a
             reply, a decline or other durable work ("missing reply") is reported
             in the room and marked failed. Set it to False in a subclass to opt out.
+        SUPPORTED_EMIT: class attribute, the emit kinds the class can produce
+            (default: none).
+        SUPPORTED_CAPABILITIES: class attribute, the capabilities the class can
+            serve (default: none).
     """
 
     judges_turns: ClassVar[bool] = True
+    SUPPORTED_EMIT: ClassVar[frozenset[Emit]] = frozenset()
+    SUPPORTED_CAPABILITIES: ClassVar[frozenset[Capability]] = frozenset()
 
-    def __init__(self, *, history_converter: HistoryConverter[H] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        history_converter: HistoryConverter[H] | None = None,
+        emit: Emit | str | Iterable[Emit | str] | None = None,
+        capabilities: Capability | str | Iterable[Capability | str] | None = None,
+        include_tools: Iterable[str] | str | None = None,
+        exclude_tools: Iterable[str] | str | None = None,
+        include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
+    ) -> None:
+        # Imported here: band_trio.llm builds on the tools layer, which builds
+        # on this module.
+        from band_trio.llm.features import resolve_features
+
         self.history_converter = history_converter
         self.agent_name = ""
         self.agent_description = ""
+        self.features: AdapterFeatures = resolve_features(
+            type(self).__name__,
+            supported_emit=frozenset(self.SUPPORTED_EMIT),
+            supported_capabilities=frozenset(self.SUPPORTED_CAPABILITIES),
+            emit=emit,
+            capabilities=capabilities,
+            include_tools=include_tools,
+            exclude_tools=exclude_tools,
+            include_categories=include_categories,
+        )
+
+    def apply_effective_features(self, features: AdapterFeatures) -> None:
+        """Install the features the runtime settled on (called before
+        :meth:`on_started`, e.g. without capabilities the deployment does not serve)."""
+        self.features = features
+
+    async def emit_usage(self, tools: AgentToolsProtocol, usage: Usage) -> EventCreated | None:
+        """Post the turn's token usage when ``Emit.USAGE`` is on (see
+        :func:`band_trio.llm.emit_usage`: skipped for all-zero counts or a turn
+        being cancelled; a failed post is logged, never raised)."""
+        from band_trio.llm.events import emit_usage
+        from band_trio.llm.features import Emit
+
+        if not self.features.emits(Emit.USAGE):
+            return None
+        return await emit_usage(tools, usage)
 
     async def on_started(self, agent_name: str, agent_description: str) -> None:
         """Store the agent's identity and pass the name to the converter.

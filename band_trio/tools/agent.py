@@ -14,7 +14,7 @@ import datetime as _dt
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import trio
 
@@ -33,7 +33,7 @@ from band_trio.errors import (
 )
 from band_trio.runtime.replies import reply_digest
 from band_trio.runtime.roster import Roster, available_handles, resolve_mention
-from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
+from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks, TurnLedger
 from band_trio.tools._schema import validate_params
 from band_trio.tools.contacts import ContactTools
 from band_trio.tools.content import is_visible, truncate_event_content
@@ -58,6 +58,9 @@ from band_trio.wire.models import (
     Peer,
 )
 from band_trio.wire.rest import RestClient
+
+if TYPE_CHECKING:
+    from band_trio.llm.events import AgentFailure
 
 __all__ = [
     "EVENT_MESSAGE_TYPES",
@@ -274,6 +277,7 @@ class AgentTools:
         )
         self._custom_tools = custom_tools
         self._effects: list[ToolEffect] = []
+        self._failure_reported = False
         self._attachments: dict[str, Attachment] = {}
 
     # ------------------------------------------------------------------ state
@@ -495,6 +499,46 @@ class AgentTools:
                 self._stopped()
                 raise RoomExecutionStoppedError(self._room_id) from exc
             raise
+
+    async def send_failure(self, failure: AgentFailure) -> EventCreated | None:
+        """Report ``failure`` in the room as an ``error`` event, best-effort.
+
+        The event's content is ``failure.content`` and its metadata
+        ``{"failure": {"provider", "code", "message", "detail"}}``. Once posted,
+        the turn counts as reported: the runtime neither judges it a missing
+        reply nor posts its own generic error event for it.
+
+        Returns:
+            The platform's receipt, or None when the post failed (logged).
+
+        Raises:
+            RoomExecutionStoppedError: the room's execution is stopped.
+        """
+        try:
+            sent = await self.send_event(failure.content, "error", failure.metadata())
+        except RoomExecutionStoppedError:
+            raise
+        except Exception as exc:
+            logger.warning(
+                "room %s: could not post the %s failure report: %r",
+                self._room_id,
+                failure.provider,
+                exc,
+            )
+            return None
+        if sent is not None:
+            self._failure_reported = True
+            # The engine's turn keeps its TurnLedger as ``ledger`` (TurnHooks
+            # has no dedicated method for this yet).
+            ledger = getattr(self._hooks, "ledger", None)
+            if isinstance(ledger, TurnLedger):
+                ledger.note_reported()
+        return sent
+
+    @property
+    def failure_reported(self) -> bool:
+        """True once :meth:`send_failure` posted a report in this turn."""
+        return self._failure_reported
 
     @_tool("band_no_reply")
     async def no_reply(self, reason: str | None = None) -> dict[str, str]:
