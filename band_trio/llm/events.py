@@ -225,13 +225,21 @@ async def emit_usage(tools: AgentToolsProtocol, usage: Usage) -> EventCreated | 
     """Post the turn's token usage as a ``task`` event, best-effort.
 
     Nothing is posted when all counts are zero or when the turn is being
-    cancelled (an enclosing cancel scope was cancelled or its deadline passed):
-    call it from a ``finally`` block. A failed post is logged, never raised.
+    cancelled (an enclosing cancel scope was cancelled or its deadline passed;
+    inside a shielded scope the turn does not count as being cancelled): call
+    it from a ``finally`` block. A failed post is logged, never raised.
+
+    Cancellation:
+        Skipping never raises ``trio.Cancelled``; a post in progress can be
+        cancelled like any other request.
 
     Returns:
         The platform's receipt, or None when nothing was posted.
     """
     if usage.is_zero or _being_cancelled():
+        # A schedule point that never raises Cancelled: called from a
+        # ``finally`` block, skipping must not replace the error in flight.
+        await trio.lowlevel.cancel_shielded_checkpoint()
         return None
     try:
         return await tools.send_event(usage.content, USAGE_EVENT_TYPE, usage.metadata())
