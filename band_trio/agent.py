@@ -32,6 +32,7 @@ import trio
 
 from band_trio._util import one_error
 from band_trio.errors import BandConfigError, BandError, RateLimitError
+from band_trio.llm.features import AdapterFeatures
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.ledger import ClaimsLedger
@@ -78,8 +79,9 @@ def _prune_adapter_features(adapter: object, unserved: frozenset[Capability]) ->
     before ``on_started`` (runtime.md §8.8), so the adapter never asks for them."""
     if not unserved or not isinstance(adapter, SimpleAdapter):
         return
-    features = adapter.features
-    if features.capabilities & unserved:
+    # A subclass that skipped SimpleAdapter.__init__ has no features to prune.
+    features = getattr(adapter, "features", None)
+    if isinstance(features, AdapterFeatures) and features.capabilities & unserved:
         adapter.apply_effective_features(features.without_capabilities(unserved))
 
 

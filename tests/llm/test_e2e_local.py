@@ -38,6 +38,7 @@ class Mode(enum.Enum):
     REPLY = "reply"
     FAIL = "fail"  # report a failure, then raise
     REPORT_ONLY = "report_only"  # report a failure, then return
+    OBSERVE_ONLY = "observe_only"  # tool events and a read, but no reply
 
 
 class ScriptedLLMAdapter(SimpleAdapter[HistoryProvider]):
@@ -77,6 +78,11 @@ class ScriptedLLMAdapter(SimpleAdapter[HistoryProvider]):
             schemas = tools.get_tool_schemas("anthropic", **self.features.tool_schema_options())
             self.offered.append([s["name"] for s in schemas])
             usage += Usage(100, 20)  # the first model call
+            if self.mode is Mode.OBSERVE_ONLY:
+                await post_tool_call(tools, "band_get_participants", {}, "toolu_0")
+                result = await tools.execute_tool_call("band_get_participants", {})
+                await post_tool_result(tools, "band_get_participants", result.text, "toolu_0")
+                return
             if self.mode is not Mode.REPLY:
                 await report_failure(
                     tools,
@@ -177,6 +183,26 @@ async def test_tool_events_usage_and_failures_are_stored_with_exact_shapes(
     ] * 2
     assert len(s.delivery(room_id, failed).attempts) == 1
     assert s.agent_texts(room_id) == [text.content]
+
+
+async def test_events_alone_do_not_answer_a_message(band_platform: LocalPlatform) -> None:
+    """§9.64 with the shared pieces: tool events, usage and a read (observe
+    effects only) leave the turn a missing reply: one runtime error event."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = ScriptedLLMAdapter()
+            adapter.mode = Mode.OBSERVE_ONLY
+            async with serving(s.make_agent(adapter)):
+                mid = await s.post(room_id, "look only")
+                await wait_until(lambda: s.status(room_id, mid) == "failed")
+                await wait_until(lambda: len(s.agent_events(room_id, "error")) == 1)
+                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 1)
+    assert [m.message_type for m in agent_messages(s, room_id)][:2] == ["tool_call", "tool_result"]
+    [error] = s.agent_events(room_id, "error")
+    assert error.content == MISSING_REPLY_MESSAGE
+    assert error.metadata["failure"]["provider"] == "band-runtime"
+    assert s.agent_texts(room_id) == []
 
 
 async def test_emit_flags_off_post_no_tool_or_usage_events(band_platform: LocalPlatform) -> None:
