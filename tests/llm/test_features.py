@@ -196,3 +196,13 @@ def test_emit_resolution_property(supported: frozenset[Emit], wanted: frozenset[
     else:
         assert wanted <= supported
         assert features.emit == wanted
+
+
+def test_existing_adapters_keep_working_with_default_features() -> None:
+    from band_trio.demo import EchoAdapter
+
+    from ..runtime.agent_harness import RecordingAdapter
+
+    for adapter in (EchoAdapter(), RecordingAdapter()):
+        assert adapter.features == AdapterFeatures()
+        assert adapter.history_converter is None
