@@ -290,6 +290,9 @@ class _Turn:
             return
         self._room._svc.ledger.drop_reply_intent(self._room.room_id, self._message_id, digest)
 
+    def failure_reported(self) -> None:
+        self.ledger.note_reported()
+
     def execution_stopped(self) -> None:
         logger.info(
             "room %s: platform says execution is stopped; ending turn for message %s",

@@ -319,6 +319,12 @@ class TurnHooks(Protocol):
         platform accepted it (after :meth:`reply_sent`) or refused it."""
         ...
 
+    def failure_reported(self) -> None:
+        """A failure report (an ``error`` event) for this turn reached the room:
+        the turn is not judged a missing reply, and the runtime posts no second
+        error event for it."""
+        ...
+
     def execution_stopped(self) -> None:
         """The platform said the room's execution is stopped: end the turn cooperatively."""
         ...

@@ -33,7 +33,7 @@ from band_trio.errors import (
 )
 from band_trio.runtime.replies import reply_digest
 from band_trio.runtime.roster import Roster, available_handles, resolve_mention
-from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks, TurnLedger
+from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
 from band_trio.tools._schema import validate_params
 from band_trio.tools.contacts import ContactTools
 from band_trio.tools.content import is_visible, truncate_event_content
@@ -528,11 +528,8 @@ class AgentTools:
             return None
         if sent is not None:
             self._failure_reported = True
-            # The engine's turn keeps its TurnLedger as ``ledger`` (TurnHooks
-            # has no dedicated method for this yet).
-            ledger = getattr(self._hooks, "ledger", None)
-            if isinstance(ledger, TurnLedger):
-                ledger.note_reported()
+            if self._hooks is not None:
+                self._hooks.failure_reported()
         return sent
 
     @property

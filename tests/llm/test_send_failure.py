@@ -36,6 +36,9 @@ class LedgerHooks:
 
     def reply_settled(self, digest: str) -> None: ...
 
+    def failure_reported(self) -> None:
+        self.ledger.note_reported()
+
     def execution_stopped(self) -> None:
         self.stopped += 1
 

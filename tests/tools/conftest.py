@@ -102,6 +102,7 @@ class RecordingHooks:
     settled: list[str] = attrs.Factory(list)
     effects: list[ToolEffect] = attrs.Factory(list)
     stopped: int = 0
+    failures_reported: int = 0
     on_stopped: Callable[[], None] | None = None
 
     def reply_sent(self, reply_id: str) -> None:
@@ -112,6 +113,9 @@ class RecordingHooks:
 
     def reply_settled(self, digest: str) -> None:
         self.settled.append(digest)
+
+    def failure_reported(self) -> None:
+        self.failures_reported += 1
 
     def execution_stopped(self) -> None:
         self.stopped += 1
