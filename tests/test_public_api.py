@@ -103,7 +103,7 @@ def test_llm_module_imports_no_llm_framework() -> None:
 
 
 def test_testing_names_are_pinned() -> None:
-    assert set(band_trio.testing.__all__) == {"FakeAgentTools"}
+    assert set(band_trio.testing.__all__) == {"FakeAgentTools", "reported_failures"}
     assert band_trio.testing.FakeAgentTools.__doc__
 
 

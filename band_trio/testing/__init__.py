@@ -4,7 +4,7 @@ local Band platform per test, from :mod:`band_trio.testing.plugin`) and
 
 from typing import Any
 
-__all__ = ["FakeAgentTools"]
+__all__ = ["FakeAgentTools", "reported_failures"]
 
 
 def __getattr__(name: str) -> Any:
@@ -13,4 +13,8 @@ def __getattr__(name: str) -> Any:
         from band_trio.testing.fakes import FakeAgentTools
 
         return FakeAgentTools
+    if name == "reported_failures":
+        from band_trio.testing.fakes import reported_failures
+
+        return reported_failures
     raise AttributeError(f"module 'band_trio.testing' has no attribute {name!r}")

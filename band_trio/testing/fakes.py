@@ -11,6 +11,7 @@ recorded and any tool can be scripted to fail.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,7 +19,13 @@ from typing import Any
 import attrs
 import trio
 
-from band_trio.errors import BandToolError, ToolArgumentsError, UnknownParticipantError
+from band_trio.errors import (
+    BandToolError,
+    RoomExecutionStoppedError,
+    ToolArgumentsError,
+    UnknownParticipantError,
+)
+from band_trio.llm.events import AgentFailure
 from band_trio.runtime.roster import Roster, available_handles, resolve_mention
 from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
 from band_trio.tools._schema import validate_params
@@ -35,7 +42,22 @@ from band_trio.tools.definitions import (
 from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
 from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent, Recipient
 
-__all__ = ["FakeAgentTools", "RecordedCall", "SentEvent", "SentMessage"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["FakeAgentTools", "RecordedCall", "SentEvent", "SentMessage", "reported_failures"]
+
+
+def reported_failures(tools: FakeAgentTools) -> list[SentEvent]:
+    """The failure reports a turn posted: ``error`` events carrying ``failure``
+    metadata (other error events are left out)."""
+    return [
+        e
+        for e in tools.events_sent
+        if e.message_type == "error"
+        and isinstance(e.metadata, Mapping)
+        and isinstance(e.metadata.get("failure"), Mapping)
+    ]
+
 
 _EVENT_TYPES = frozenset({"tool_call", "tool_result", "thought", "error", "task", "attention"})
 
@@ -127,6 +149,7 @@ class FakeAgentTools:
         self.events_sent: list[SentEvent] = []
         self.effects: list[ToolEffect] = []
         self.replies: list[str] = []
+        self.failures_reported = 0
         self._failures: dict[str, list[BaseException]] = {}
         self._holds: list[_Hold] = []
         self._ids = itertools.count(1)
@@ -286,6 +309,27 @@ class FakeAgentTools:
         self._record(ToolEffect.OBSERVE)
         self._touch()
         return EventCreated(id=event.id, message_type=message_type, success=True)
+
+    async def send_failure(self, failure: AgentFailure) -> EventCreated | None:
+        """Like :meth:`AgentTools.send_failure`: the ``error`` event of a failure
+        report (see :func:`reported_failures`), and the turn is told."""
+        try:
+            sent = await self.send_event(failure.content, "error", failure.metadata())
+        except RoomExecutionStoppedError:
+            raise
+        except Exception as exc:
+            logger.warning(
+                "room %s: could not post the %s failure report: %r",
+                self.room_id,
+                failure.provider,
+                exc,
+            )
+            return None
+        if sent is not None:
+            self.failures_reported += 1
+            if self.hooks is not None:
+                self.hooks.failure_reported()
+        return sent
 
     # ------------------------------------------------------------- model API
 
