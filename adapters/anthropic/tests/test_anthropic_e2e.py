@@ -1,0 +1,160 @@
+"""End to end: the local Band platform, the local Anthropic stub, the real
+anthropic client and a real band-trio agent running AnthropicAdapter.
+
+Only public names are used (``band_trio.open_agent``, the ``band_platform``
+fixture, ``band_trio.local.HumanClient``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anthropic
+import attrs
+import trio
+from anthropic_stub import AnthropicStub, Reply, error, message, text, tool_use
+from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig
+
+import band_trio
+from band_trio.llm import MISSING_REPLY_MESSAGE
+from band_trio.local import HumanClient, LocalPlatform
+
+
+@attrs.define
+class Room:
+    platform: LocalPlatform
+    human: HumanClient
+    room_id: str
+    agent_id: str
+    agent_handle: str
+
+    @property
+    def state(self) -> Any:
+        return self.platform.state.rooms[self.room_id]
+
+    def from_agent(self, kind: str | None = None) -> list[Any]:
+        return [
+            m
+            for m in self.state.messages
+            if m.sender_id == self.agent_id and (kind is None or m.message_type == kind)
+        ]
+
+    def status(self, message_id: str) -> str | None:
+        delivery = self.state.by_id[message_id].deliveries.get(self.agent_id)
+        return None if delivery is None else str(delivery.status)
+
+    async def post(self, content: str) -> str:
+        sent = await self.human.post_message(
+            self.room_id, f"@{self.agent_handle} {content}", [self.agent_handle]
+        )
+        return str(sent["id"])
+
+
+@asynccontextmanager
+async def agent_in_a_room(
+    platform: LocalPlatform, adapter: AnthropicAdapter
+) -> AsyncIterator[Room]:
+    creds = platform.agents[0]
+    config = band_trio.AgentConfig(state_dir=None, max_attempts=1)
+    async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
+        room = await human.create_room("anthropic e2e")
+        await human.add_participant(room["id"], creds.id)
+        async with band_trio.open_agent(
+            adapter=adapter,
+            agent_id=creds.id,
+            api_key=creds.api_key,
+            rest_url=platform.rest_url,
+            ws_url=platform.ws_url,
+            config=config,
+        ):
+            yield Room(platform, human, str(room["id"]), creds.id, creds.handle)
+
+
+async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
+    band_platform: LocalPlatform,
+    anthropic_stub: AnthropicStub,
+    anthropic_client: anthropic.AsyncAnthropic,
+) -> None:
+    user_id = band_platform.user.id
+
+    def reply_with_the_tool(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]["content"]
+        assert isinstance(last, str)
+        assert "what is 2+2?" in last
+        args = {"content": "2+2 is 4.", "mentions": [user_id]}
+        return message(tool_use("toolu_01", "band_send_message", args), usage=(120, 30))
+
+    anthropic_stub.push(reply_with_the_tool, message(text("Answered."), usage=(160, 4)))
+    adapter = AnthropicAdapter(AnthropicAdapterConfig(model="claude-test"), client=anthropic_client)
+
+    with trio.fail_after(30):
+        async with agent_in_a_room(band_platform, adapter) as room:
+            posted = await room.post("what is 2+2?")
+            await band_platform.wait_for(lambda: room.status(posted) == "processed")
+            await band_platform.wait_for(lambda: len(room.from_agent("task")) == 1)
+
+    (reply,) = room.from_agent("text")
+    assert reply.content.endswith("2+2 is 4.")
+    assert [m.message_type for m in room.from_agent()] == ["tool_call", "text", "tool_result", "task"]
+    call = json.loads(room.from_agent("tool_call")[0].content)
+    assert call["tool_call_id"] == "toolu_01"
+    result = json.loads(room.from_agent("tool_result")[0].content)
+    assert result["is_error"] is False
+    assert json.loads(result["output"])["id"] == reply.id
+    usage = room.from_agent("task")[0].metadata["band_usage"]
+    assert (usage["input_tokens"], usage["output_tokens"]) == (280, 34)
+
+    first, second = anthropic_stub.bodies
+    assert first["model"] == "claude-test"
+    assert first["system"].startswith(f"You are {band_platform.agents[0].name}")
+    # the first turn of the room brings the participant list as a system line
+    assert any(
+        isinstance(m["content"], str) and m["content"].startswith("[System]: ## Current Participants")
+        for m in first["messages"]
+    )
+    assert second["messages"][-1]["content"][0]["tool_use_id"] == "toolu_01"
+    assert not anthropic_stub.exhausted
+
+
+async def test_a_plain_text_answer_is_judged_a_missing_reply(
+    band_platform: LocalPlatform,
+    anthropic_stub: AnthropicStub,
+    anthropic_client: anthropic.AsyncAnthropic,
+) -> None:
+    """§9.78 end to end: the text never reaches the room; the runtime reports it."""
+    anthropic_stub.push(message(text("Hello! (but not through a tool)")))
+    adapter = AnthropicAdapter(client=anthropic_client)
+
+    with trio.fail_after(30):
+        async with agent_in_a_room(band_platform, adapter) as room:
+            posted = await room.post("hi")
+            await band_platform.wait_for(lambda: room.status(posted) == "failed")
+
+    assert room.from_agent("text") == []
+    (report,) = room.from_agent("error")
+    assert report.content == MISSING_REPLY_MESSAGE
+    assert report.metadata["failure"]["provider"] == "band-runtime"
+
+
+async def test_a_provider_error_fails_the_message_with_one_report(
+    band_platform: LocalPlatform,
+    anthropic_stub: AnthropicStub,
+    anthropic_client: anthropic.AsyncAnthropic,
+) -> None:
+    """§9.88, §5.5: one error event (the adapter's), none from the runtime."""
+    anthropic_stub.push(error(529, "overloaded_error", "Overloaded"))
+    adapter = AnthropicAdapter(client=anthropic_client)
+
+    with trio.fail_after(30):
+        async with agent_in_a_room(band_platform, adapter) as room:
+            posted = await room.post("hi")
+            await band_platform.wait_for(lambda: room.status(posted) == "failed")
+
+    (report,) = room.from_agent("error")
+    failure = report.metadata["failure"]
+    assert (failure["provider"], failure["code"]) == ("anthropic", "529")
+    assert failure["detail"]["type"] == "overloaded_error"
+    assert "Overloaded" not in report.content
+    assert room.from_agent("text") == []
