@@ -585,3 +585,45 @@ async def test_cancellation_propagates_posts_no_usage_and_keeps_no_partial_turn(
     assert events(tools, "task") == []
     assert reported_failures(tools) == []
     assert adapter.history("room-1") == []
+
+
+async def test_a_failed_event_post_does_not_change_the_tool_result(
+    anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    """§9.85 (second half): event posts are best-effort."""
+    tools = FakeAgentTools()
+    tools.fail_next("band_send_event", RuntimeError("events are down"), times=2)
+    anthropic_stub.push(message(tool_use("toolu_1", "band_send_message", SEND)), message(text("ok")))
+    adapter = await started(anthropic_client)
+    await run_turn(adapter, tools)
+    assert tools.chat == ["hi Alice"]
+    (result,) = anthropic_stub.bodies[1]["messages"][-1]["content"]
+    assert result["is_error"] is False
+    # both tool events were lost; the usage event still went out
+    assert [e.message_type for e in tools.events_sent] == ["task"]
+
+
+class RaisingTools(FakeAgentTools):
+    """A tools object that breaks the never-raises contract of execute_tool_call."""
+
+    async def execute_tool_call(self, name: str, args: Any, **kwargs: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+        if name == "band_get_participants":
+            raise RuntimeError("broken tools object")
+        return await super().execute_tool_call(name, args, **kwargs)
+
+
+async def test_a_tools_object_that_raises_gives_an_error_result(
+    anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    anthropic_stub.push(
+        message(tool_use("toolu_1", "band_get_participants", {})),
+        message(tool_use("toolu_2", "band_no_reply", {})),
+    )
+    adapter = await started(anthropic_client)
+    tools = RaisingTools()
+    await run_turn(adapter, tools)
+    (result,) = anthropic_stub.bodies[1]["messages"][-1]["content"]
+    assert result["is_error"] is True
+    assert "broken tools object" in result["content"]
+    assert len(anthropic_stub.requests) == 2
