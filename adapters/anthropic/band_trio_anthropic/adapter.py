@@ -362,7 +362,9 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
                 retries); a failure report with the HTTP status was posted first.
             trio.Cancelled: the turn was cancelled; no usage is posted then.
         """
-        retry = self._retry_points.pop(room_id, None)
+        # Read, not popped: a cancelled turn leaves the conversation as it was,
+        # so the retry point must stay for the next attempt.
+        retry = self._retry_points.get(room_id)
         if is_session_bootstrap:
             messages = [dict(m) for m in history]
         else:
@@ -405,9 +407,12 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
             dropped = self._keep(room_id, messages)
             if user_index >= dropped:
                 self._retry_points[room_id] = (msg.id, user_index - dropped)
+            else:
+                self._retry_points.pop(room_id, None)
             raise
         finally:
             await self.emit_usage(tools, usage)
+        self._retry_points.pop(room_id, None)
         self._keep(room_id, messages)
 
     def _keep(self, room_id: str, messages: list[Message]) -> int:
