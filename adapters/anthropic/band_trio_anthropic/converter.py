@@ -100,6 +100,10 @@ def _parse(index: int, item: object) -> _Record | None:
         return None
     kind = data.get("message_type") or "text"
     content = data.get("content")
+    if kind in ("tool_call", "tool_result") and data.get("role") != "assistant":
+        # Another agent's tool events are not this agent's calls; its visible
+        # side (its messages) is in the history as text.
+        return None
     if kind == "tool_call":
         event = _load_object(content)
         ids = None if event is None else _tool_ids(event)
@@ -214,7 +218,9 @@ class AnthropicHistoryConverter:
       open and its result follows (the text is that call's visible side);
       otherwise it stays as an assistant message, so past replies survive
       without tool events.
-    * ``thought``, ``error``, ``task`` and other events are ignored.
+    * Tool events of other senders (role other than ``assistant``) are not this
+      agent's calls and are ignored, like ``thought``, ``error``, ``task`` and
+      other events.
 
     Args:
         agent_name: the agent's display name (see :meth:`set_agent_name`).
