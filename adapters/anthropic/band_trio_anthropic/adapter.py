@@ -440,7 +440,9 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         elif stop_reason not in ("end_turn", "stop_sequence"):
             logger.info("room %s: the model stopped with %r", room_id, stop_reason)
         text = " ".join(
-            t for b in blocks if getattr(b, "type", None) == "text" and (t := getattr(b, "text", ""))
+            t
+            for b in blocks
+            if getattr(b, "type", None) == "text" and (t := getattr(b, "text", ""))
         )
         if text.strip():
             messages.append({"role": "assistant", "content": text})

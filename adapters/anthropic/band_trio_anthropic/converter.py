@@ -175,7 +175,10 @@ class _Round:
     def flush(self, out: _Builder) -> None:
         out.add(
             "assistant",
-            [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.input} for c in self.calls],
+            [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
+                for c in self.calls
+            ],
         )
         blocks: list[dict[str, Any]] = []
         for call in self.calls:

@@ -19,7 +19,9 @@ async def anthropic_stub(nursery: trio.Nursery) -> AnthropicStub:
 
 
 @pytest.fixture
-async def anthropic_client(anthropic_stub: AnthropicStub) -> AsyncIterator[anthropic.AsyncAnthropic]:
+async def anthropic_client(
+    anthropic_stub: AnthropicStub,
+) -> AsyncIterator[anthropic.AsyncAnthropic]:
     # No client retries: each scripted reply is answered exactly once.
     async with anthropic.AsyncAnthropic(
         base_url=anthropic_stub.url, api_key="test-key", max_retries=0, timeout=20.0

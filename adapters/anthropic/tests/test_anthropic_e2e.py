@@ -97,7 +97,12 @@ async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
 
     (reply,) = room.from_agent("text")
     assert reply.content.endswith("2+2 is 4.")
-    assert [m.message_type for m in room.from_agent()] == ["tool_call", "text", "tool_result", "task"]
+    assert [m.message_type for m in room.from_agent()] == [
+        "tool_call",
+        "text",
+        "tool_result",
+        "task",
+    ]
     call = json.loads(room.from_agent("tool_call")[0].content)
     assert call["tool_call_id"] == "toolu_01"
     result = json.loads(room.from_agent("tool_result")[0].content)
@@ -111,7 +116,8 @@ async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
     assert first["system"].startswith(f"You are {band_platform.agents[0].name}")
     # the first turn of the room brings the participant list as a system line
     assert any(
-        isinstance(m["content"], str) and m["content"].startswith("[System]: ## Current Participants")
+        isinstance(m["content"], str)
+        and m["content"].startswith("[System]: ## Current Participants")
         for m in first["messages"]
     )
     assert second["messages"][-1]["content"][0]["tool_use_id"] == "toolu_01"

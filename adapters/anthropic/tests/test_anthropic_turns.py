@@ -137,7 +137,9 @@ async def test_tool_use_runs_the_tool_and_feeds_the_result_back(
     assistant, results = second["messages"][-2:]
     assert assistant == {
         "role": "assistant",
-        "content": [{"type": "tool_use", "id": "toolu_1", "name": "band_send_message", "input": SEND}],
+        "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "band_send_message", "input": SEND}
+        ],
     }
     assert results["role"] == "user"
     (result,) = results["content"]
@@ -443,7 +445,10 @@ async def test_an_image_file_becomes_image_blocks(
     await run_turn(adapter, tools)
     (result,) = anthropic_stub.bodies[1]["messages"][-1]["content"]
     assert result["content"] == [
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="}}
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="},
+        }
     ]
     assert tool_events(tools, "tool_result")[0]["output"] == "<1 image content block(s)>"
 
@@ -467,7 +472,9 @@ async def test_emit_flags_choose_the_events(
     kinds: list[str],
 ) -> None:
     """§9.59, §3.3."""
-    anthropic_stub.push(message(tool_use("toolu_1", "band_send_message", SEND)), message(text("ok")))
+    anthropic_stub.push(
+        message(tool_use("toolu_1", "band_send_message", SEND)), message(text("ok"))
+    )
     adapter = await started(anthropic_client, emit=emit)
     tools = FakeAgentTools()
     await run_turn(adapter, tools)
@@ -593,7 +600,9 @@ async def test_a_failed_event_post_does_not_change_the_tool_result(
     """§9.85 (second half): event posts are best-effort."""
     tools = FakeAgentTools()
     tools.fail_next("band_send_event", RuntimeError("events are down"), times=2)
-    anthropic_stub.push(message(tool_use("toolu_1", "band_send_message", SEND)), message(text("ok")))
+    anthropic_stub.push(
+        message(tool_use("toolu_1", "band_send_message", SEND)), message(text("ok"))
+    )
     adapter = await started(anthropic_client)
     await run_turn(adapter, tools)
     assert tools.chat == ["hi Alice"]
