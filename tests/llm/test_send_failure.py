@@ -3,10 +3,7 @@ and marks the turn reported (tools_adapters.md §1.5, §3.3, §4.2)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import attrs
-import httpx
 import pytest
 import trio
 
@@ -17,7 +14,7 @@ from band_trio.runtime.types import ToolEffect, TurnLedger, TurnVerdict
 from band_trio.tools import AgentTools
 from band_trio.wire.rest import RestClient
 
-from ..tools.conftest import AGENT_ID, API_KEY, ROOM, ROSTER, ScriptedPlatform, error, ok
+from ..tools.conftest import AGENT_ID, ROOM, ROSTER, ScriptedPlatform, error, ok
 
 EVENTS = rf"/chats/{ROOM}/events"
 
@@ -44,22 +41,6 @@ class LedgerHooks:
 
     def record_effect(self, effect: ToolEffect) -> None:
         self.ledger.record_effect(effect)
-
-
-@pytest.fixture
-def platform() -> ScriptedPlatform:
-    return ScriptedPlatform()
-
-
-@pytest.fixture
-async def rest(platform: ScriptedPlatform) -> AsyncIterator[RestClient]:
-    client = RestClient(
-        base_url="http://band.test",
-        api_key=API_KEY,
-        transport=httpx.MockTransport(platform.handler),
-    )
-    async with client:
-        yield client
 
 
 @pytest.fixture
