@@ -403,7 +403,19 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
                         room_id,
                         round_number,
                     )
-        except Exception:
+        except Exception as exc:
+            if _context_overflow(exc):
+                # The kept conversation no longer fits the model: start the
+                # room afresh (the next attempt sends only its message) rather
+                # than fail every later turn of the room the same way.
+                logger.warning(
+                    "room %s: the conversation exceeds the model's context; "
+                    "dropping the room's kept history",
+                    room_id,
+                )
+                self._histories.pop(room_id, None)
+                self._retry_points.pop(room_id, None)
+                raise
             dropped = self._keep(room_id, messages)
             if user_index >= dropped:
                 self._retry_points[room_id] = (msg.id, user_index - dropped)
@@ -559,3 +571,8 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         if isinstance(value, ToolResult):
             return value
         return ToolResult.ok(name, value)
+
+
+def _context_overflow(exc: BaseException) -> bool:
+    """A 400 saying the request is longer than the model's context window."""
+    return isinstance(exc, anthropic.BadRequestError) and "too long" in str(exc.message).lower()
