@@ -362,14 +362,25 @@ class AgentToolsProtocol(Protocol):
         """
         ...
 
-    def execute_tool_call(self, name: str, args: Mapping[str, Any]) -> Awaitable[Any]:
-        """Run platform tool ``name`` with ``args``; errors come back as a result."""
+    def execute_tool_call(
+        self, name: str, args: Mapping[str, Any], *, custom_tools: Any = None
+    ) -> Awaitable[Any]:
+        """Run tool ``name`` with ``args`` (a custom tool of ``custom_tools``
+        first, else a platform tool); errors come back as a result."""
         ...
 
     def get_tool_schemas(
-        self, fmt: Literal["anthropic", "openai"], *, capabilities: Any = None
+        self,
+        fmt: Literal["anthropic", "openai"],
+        *,
+        capabilities: Any = None,
+        include_tools: Any = None,
+        exclude_tools: Any = None,
+        include_categories: Any = None,
+        custom_tools: Any = None,
     ) -> list[dict[str, Any]]:
-        """The tool definitions in an LLM provider's format."""
+        """The tool definitions in an LLM provider's format: the capability
+        gate, then the include/exclude/category filters, then custom tools."""
         ...
 
 

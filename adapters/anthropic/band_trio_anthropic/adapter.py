@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import anthropic
 import attrs
@@ -476,10 +476,7 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         options = self.features.tool_schema_options()
         if self.custom_tools is not None:
             options["custom_tools"] = self.custom_tools
-        # The protocol names only ``capabilities``; AgentTools and the testing
-        # fake also take the filters and custom tools.
-        schemas: list[dict[str, Any]] = cast(Any, tools).get_tool_schemas("anthropic", **options)
-        return schemas
+        return tools.get_tool_schemas("anthropic", **options)
 
     async def _create(
         self, tools: AgentToolsProtocol, messages: list[Message], schemas: list[dict[str, Any]]
@@ -557,9 +554,7 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
     ) -> ToolResult:
         try:
             if self.custom_tools is not None:
-                value = await cast(Any, tools).execute_tool_call(
-                    name, args, custom_tools=self.custom_tools
-                )
+                value = await tools.execute_tool_call(name, args, custom_tools=self.custom_tools)
             else:
                 value = await tools.execute_tool_call(name, args)
         except Exception as exc:
