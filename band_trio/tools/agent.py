@@ -13,7 +13,7 @@ import contextlib
 import datetime as _dt
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import trio
@@ -370,6 +370,29 @@ class AgentTools:
                 f"Unknown participant {exc.identifier!r}. Available handles: {self._handles_text()}"
             ) from None
 
+    @contextlib.contextmanager
+    def _room_posts(self) -> Iterator[None]:
+        """The platform's refusals of a message or event post, as the tools
+        raise them: a stopped room (204, or 403 "execution is stopped") ends
+        the turn and raises RoomExecutionStoppedError; a mention of someone
+        not in the room is a BandToolError."""
+        try:
+            yield
+        except RoomExecutionStoppedError:
+            self._stopped()
+            raise
+        except PermissionDeniedError as exc:
+            if _is_stopped(exc):
+                self._stopped()
+                raise RoomExecutionStoppedError(self._room_id) from exc
+            raise
+        except UnprocessableEntityError as exc:
+            if "mentioned_participant_not_in_room" in (exc.message or "", exc.code):
+                raise BandToolError(
+                    "mentioned_participant_not_in_room: mentioned participant is not in the room"
+                ) from exc
+            raise
+
     async def _post_message(
         self,
         content: str,
@@ -389,26 +412,10 @@ class AgentTools:
             # runtime looks for this reply before it runs the message again.
             hooks.reply_intent(digest)
         try:
-            try:
+            with self._room_posts():
                 sent = await self._rest.send_message(
                     self._room_id, content, requests, attachment_ids=attachment_ids
                 )
-            except RoomExecutionStoppedError:
-                self._stopped()
-                raise
-            except PermissionDeniedError as exc:
-                if _is_stopped(exc):
-                    self._stopped()
-                    raise RoomExecutionStoppedError(self._room_id) from exc
-                raise
-            except UnprocessableEntityError as exc:
-                if (exc.message or "") == "mentioned_participant_not_in_room" or (
-                    exc.code == "mentioned_participant_not_in_room"
-                ):
-                    raise BandToolError(
-                        "mentioned_participant_not_in_room: mentioned participant is not in the room"
-                    ) from exc
-                raise
         except Exception as exc:
             # (A cancellation is no Exception: its outcome is unknown, and the
             # intent stays, as it does for a failure that may have been stored.)
@@ -484,21 +491,13 @@ class AgentTools:
             )
         if not isinstance(content, str) or not is_visible(content):
             return None
-        try:
+        with self._room_posts():
             return await self._rest.send_event(
                 self._room_id,
                 truncate_event_content(content),
                 message_type,
                 None if metadata is None else dict(metadata),
             )
-        except RoomExecutionStoppedError:
-            self._stopped()
-            raise
-        except PermissionDeniedError as exc:
-            if _is_stopped(exc):
-                self._stopped()
-                raise RoomExecutionStoppedError(self._room_id) from exc
-            raise
 
     async def send_failure(self, failure: AgentFailure) -> EventCreated | None:
         """Report ``failure`` in the room as an ``error`` event, best-effort.
