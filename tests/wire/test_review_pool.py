@@ -13,23 +13,16 @@ import pytest
 import trio
 
 from band_trio.errors import BandConnectionError, BandTimeoutError
-from band_trio.wire._pool import PooledTransport
 from band_trio.wire.rest import RestClient, RestConfig
 from band_trio.wire.retry import RetryPolicy
 
 from .rest_mock import API_KEY, ME
+from .test_rest_pool import _no_proxies, transport
 
-_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+__all__ = ["_no_proxies"]  # the autouse fixture applies here too
 
 Script = Callable[[trio.SocketStream, bytes], Awaitable[bool]]
 """Answers one request (its head); returns False to close the connection."""
-
-
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
 
 
 _BODY = json.dumps({"data": ME}).encode()
@@ -94,12 +87,6 @@ def client(port: int, **config: object) -> RestClient:
     )
 
 
-def pool(rest: RestClient) -> PooledTransport:
-    pooled = rest._client._transport
-    assert isinstance(pooled, PooledTransport)
-    return pooled
-
-
 async def test_a_body_cut_short_is_a_typed_error_and_its_connection_is_dropped() -> None:
     answers = iter([b"short", b"ok"])
 
@@ -114,11 +101,11 @@ async def test_a_body_cut_short_is_a_typed_error_and_its_connection_is_dropped()
         async with serving(script) as server, client(server.port) as rest:
             with pytest.raises(BandConnectionError):
                 await rest.get_me()
-            assert pool(rest).idle_connections() == 0
+            assert transport(rest).idle_connections() == 0
             me = await rest.get_me()
             assert me.id == ME["id"]
             assert server.accepted == 2
-            assert pool(rest).idle_connections() == 1
+            assert transport(rest).idle_connections() == 1
 
 
 async def test_a_timeout_while_the_body_is_read_drops_the_connection_and_frees_the_slot(
@@ -140,7 +127,7 @@ async def test_a_timeout_while_the_body_is_read_drops_the_connection_and_frees_t
     ):
         with pytest.raises(BandTimeoutError):
             await rest.get_me()
-        assert pool(rest).idle_connections() == 0
+        assert transport(rest).idle_connections() == 0
         assert rest.statistics().in_flight == 0
         with trio.fail_after(10):
             me = await rest.get_me()
@@ -171,6 +158,6 @@ async def test_a_redirect_to_another_origin_keeps_the_key_and_pools_per_origin()
                     assert me.id == ME["id"]
                 # One connection per origin, each reused.
                 assert (first.accepted, other.accepted) == (1, 1)
-                assert pool(rest).idle_connections() == 2
+                assert transport(rest).idle_connections() == 2
                 assert all(b"x-api-key" in h.lower() for h in first.heads)
                 assert not any(b"x-api-key" in h.lower() for h in other.heads)
