@@ -18,6 +18,7 @@ from band_trio.errors import __all__ as _errors_all
 
 if TYPE_CHECKING:
     from band_trio.local import HumanClient, LocalPlatform, open_local_platform
+from band_trio._version import __version__
 from band_trio.llm import (
     AdapterFeatures,
     AgentFailure,
@@ -74,8 +75,6 @@ from band_trio.wire.models import (
     MessageStatus,
     Peer,
 )
-
-__version__ = "0.1.0"
 
 _LOCAL_NAMES = frozenset({"HumanClient", "LocalPlatform", "open_local_platform"})
 

@@ -54,8 +54,8 @@ WIRE = {
     "MessageMetadata", "MessageUpdated", "ParticipantAdded", "ParticipantRemoved",
     "PlatformEvent", "RestClient", "RestConfig", "RestStatistics", "RoomAdded",
     "RoomDeleted", "RoomEventCreated", "RoomRemoved", "RoomUpdated", "Supersede",
-    "TaskCreated", "TaskUpdated", "TopicLost", "converter", "decode_event",
-    "encode_event", "room_topics",
+    "TaskCreated", "TaskUpdated", "TopicLost", "decode_event", "encode_event",
+    "room_topics", "structure", "unstructure",
 }  # fmt: skip
 
 

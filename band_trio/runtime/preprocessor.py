@@ -14,7 +14,7 @@ from typing import Any
 from band_trio.runtime.history import clean_metadata, parse_timestamp
 from band_trio.runtime.roster import rewrite_mention_tokens
 from band_trio.runtime.types import AgentInput, PlatformMessage, TurnContext
-from band_trio.wire.converter import unstructure
+from band_trio.wire import unstructure
 from band_trio.wire.events import MessageCreated, MessageUpdated
 from band_trio.wire.models import ChatMessage
 

@@ -9,6 +9,7 @@
 * :class:`CustomTools` — typed Python functions offered next to the platform tools.
 """
 
+from band_trio._generated_source import forget_generated_source
 from band_trio.tools.agent import AgentTools
 from band_trio.tools.contacts import (
     ContactEventConfig,
@@ -37,7 +38,6 @@ from band_trio.tools.definitions import (
     select_tool_definitions,
 )
 from band_trio.tools.results import ToolErrorKind, ToolResult
-from band_trio.wire.converter import forget_generated_source
 
 forget_generated_source(__name__)
 

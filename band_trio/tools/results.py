@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from band_trio.wire.converter import converter
+from band_trio.wire import unstructure
 
 __all__ = ["ToolErrorKind", "ToolResult", "to_jsonable"]
 
@@ -83,7 +83,7 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [to_jsonable(v) for v in value]
     if attrs.has(type(value)):
-        return to_jsonable(converter.unstructure(value))
+        return to_jsonable(unstructure(value))
     if hasattr(value, "items") and callable(value.items):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     return str(value)

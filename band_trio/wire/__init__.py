@@ -7,7 +7,7 @@
   attrs-frozen events and back, with the validation rules of the platform.
 """
 
-from band_trio.wire.converter import converter
+from band_trio.wire._converter import structure, unstructure
 from band_trio.wire.events import (
     AgentControl,
     ContactAdded,
@@ -77,8 +77,9 @@ __all__ = [
     "TaskCreated",
     "TaskUpdated",
     "TopicLost",
-    "converter",
     "decode_event",
     "encode_event",
     "room_topics",
+    "structure",
+    "unstructure",
 ]

@@ -34,8 +34,9 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
+from band_trio._generated_source import forget_generated_source
 from band_trio.errors import InvalidEventError
-from band_trio.wire.converter import converter, forget_generated_source
+from band_trio.wire._converter import converter
 
 __all__ = [
     "EVENT_TAG",

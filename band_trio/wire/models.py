@@ -24,7 +24,8 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from band_trio.wire.converter import converter, forget_generated_source
+from band_trio._generated_source import forget_generated_source
+from band_trio.wire._converter import converter
 
 __all__ = [
     "ActivityDetail",

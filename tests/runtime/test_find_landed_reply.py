@@ -11,7 +11,7 @@ import trio
 
 from band_trio.errors import InternalServerError
 from band_trio.runtime.replies import ReplyLookupIncomplete, find_landed_reply, reply_digest
-from band_trio.wire.converter import converter
+from band_trio.wire import structure
 from band_trio.wire.events import MessageCreated
 from band_trio.wire.rest import RestClient, RestConfig
 from band_trio.wire.retry import RetryPolicy
@@ -39,7 +39,7 @@ def message(
 TRIGGER_ROW = message(
     "trigger", "@[[agent-1]] question", sender="user-1", at="2026-01-01T00:00:10Z"
 )
-TRIGGER = converter.structure(
+TRIGGER = structure(
     {**TRIGGER_ROW, "room_id": ROOM, "updated_at": TRIGGER_ROW["inserted_at"]}, MessageCreated
 )
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from band_trio.errors import InvalidEventError
-from band_trio.wire.converter import converter
+from band_trio.wire import structure
 from band_trio.wire.events import (
     EVENT_TAG,
     AgentControl,
@@ -602,7 +602,7 @@ def test_contact_removed() -> None:
 
 def test_contact_event_union_is_tagged() -> None:
     data = {EVENT_TAG: "contact_removed", "id": "c1"}
-    assert converter.structure(data, ContactEvent) == ContactRemoved(id="c1")  # type: ignore[arg-type]
+    assert structure(data, ContactEvent) == ContactRemoved(id="c1")  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------- the rest
@@ -662,7 +662,7 @@ def test_the_tag_key_cannot_be_spoofed_by_a_payload() -> None:
 
 def test_platform_union_structures_by_tag() -> None:
     data = {EVENT_TAG: "room_deleted", "room_id": ROOM, "id": ROOM}
-    assert converter.structure(data, PlatformEvent) == RoomDeleted(room_id=ROOM, id=ROOM)  # type: ignore[arg-type]
+    assert structure(data, PlatformEvent) == RoomDeleted(room_id=ROOM, id=ROOM)  # type: ignore[arg-type]
 
 
 def test_topic_room_id() -> None:

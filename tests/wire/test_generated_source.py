@@ -1,4 +1,4 @@
-"""Generated methods keep no source text in linecache, and still work (H11)."""
+"""Generated methods keep no source text in linecache, and still work."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import band_trio.tools
 import band_trio.wire.events
 import band_trio.wire.models
+from band_trio._generated_source import forget_generated_source
 from band_trio.errors import InvalidEventError
-from band_trio.wire.converter import forget_generated_source
 from band_trio.wire.events import MessageCreated, decode_event, encode_event
 
 _PAYLOAD = {

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from band_trio.wire import models as m
-from band_trio.wire.converter import converter
+from band_trio.wire import structure, unstructure
 
 PARTICIPANT = {
     "id": "u-1",
@@ -162,17 +162,17 @@ SAMPLES: list[tuple[type[Any], dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("cls", "payload"), SAMPLES, ids=lambda v: getattr(v, "__name__", ""))
 def test_structures_and_round_trips(cls: type[Any], payload: dict[str, Any]) -> None:
-    obj = converter.structure(payload, cls)
+    obj = structure(payload, cls)
     assert attrs.has(type(obj))
-    again = converter.structure(json.loads(json.dumps(converter.unstructure(obj))), cls)
+    again = structure(json.loads(json.dumps(unstructure(obj))), cls)
     assert again == obj
 
 
 @pytest.mark.parametrize(("cls", "payload"), SAMPLES, ids=lambda v: getattr(v, "__name__", ""))
 def test_unknown_keys_are_kept_in_extra(cls: type[Any], payload: dict[str, Any]) -> None:
-    obj = converter.structure({**payload, "brand_new": {"x": 1}}, cls)
+    obj = structure({**payload, "brand_new": {"x": 1}}, cls)
     assert obj.extra == {"brand_new": {"x": 1}}
-    assert converter.unstructure(obj)["brand_new"] == {"x": 1}
+    assert unstructure(obj)["brand_new"] == {"x": 1}
 
 
 @pytest.mark.parametrize(("cls", "payload"), SAMPLES, ids=lambda v: getattr(v, "__name__", ""))
@@ -186,25 +186,25 @@ def test_missing_required_key_is_rejected(cls: type[Any], payload: dict[str, Any
     broken = dict(payload)
     del broken[required[0]]
     with pytest.raises(cattrs.BaseValidationError):
-        converter.structure(broken, cls)
+        structure(broken, cls)
 
 
 def test_primitives_are_strict() -> None:
     with pytest.raises(cattrs.BaseValidationError):
-        converter.structure({**PARTICIPANT, "id": 5}, m.ChatParticipant)
+        structure({**PARTICIPANT, "id": 5}, m.ChatParticipant)
     with pytest.raises(cattrs.BaseValidationError):
-        converter.structure(
+        structure(
             {"id": "m", "status": "processed", "attempt_number": True, "success": True},
             m.MessageStatus,
         )
 
 
 def test_message_helpers() -> None:
-    msg = converter.structure(MESSAGE, m.ChatMessage)
+    msg = structure(MESSAGE, m.ChatMessage)
     assert msg.mentions == ({"id": "a-1", "handle": "alice/bot", "name": "Bot"},)
     assert msg.delivery_status == {"a-1": {"status": "delivered"}}
     assert msg.attachments[0].bytes == 3
-    bare = converter.structure(
+    bare = structure(
         {k: MESSAGE[k] for k in ("id", "content", "message_type", "sender_id", "sender_type")},
         m.ChatMessage,
     )
@@ -214,7 +214,7 @@ def test_message_helpers() -> None:
 
 
 def test_delegation_token_repr_hides_the_token() -> None:
-    token = converter.structure(SAMPLES[-1][1], m.DelegationToken)
+    token = structure(SAMPLES[-1][1], m.DelegationToken)
     assert "secret-token" not in repr(token)
     assert token.access_token == "secret-token"
 
@@ -227,7 +227,7 @@ def test_request_omits_unset_fields_recursively() -> None:
         content="hi",
         mentions=(m.MentionRequest(id="a-1"), m.MentionRequest(handle="bob", kind="reference")),
     )
-    assert converter.unstructure(req) == {
+    assert unstructure(req) == {
         "content": "hi",
         "mentions": [{"id": "a-1"}, {"handle": "bob", "kind": "reference"}],
     }
@@ -237,7 +237,7 @@ def test_request_keeps_set_fields_and_extra() -> None:
     req = m.ChatMessageRequest(
         content="hi", mentions=(m.MentionRequest(id="a"),), attachment_ids=("f-1",), extra={"x": 1}
     )
-    assert converter.unstructure(req) == {
+    assert unstructure(req) == {
         "content": "hi",
         "mentions": [{"id": "a"}],
         "attachment_ids": ["f-1"],
@@ -254,7 +254,7 @@ def test_memory_create_request_nested_metadata() -> None:
         thought="t",
         metadata=m.MemoryMetadataRequest(tags=("a",)),
     )
-    assert converter.unstructure(req) == {
+    assert unstructure(req) == {
         "content": "c",
         "system": "working",
         "type": "episodic",
@@ -265,8 +265,8 @@ def test_memory_create_request_nested_metadata() -> None:
 
 
 def test_empty_update_request_is_empty_object() -> None:
-    assert converter.unstructure(m.TaskUpdateRequest()) == {}
-    assert converter.unstructure(m.ActivityRequest(working=False)) == {"working": False}
+    assert unstructure(m.TaskUpdateRequest()) == {}
+    assert unstructure(m.ActivityRequest(working=False)) == {"working": False}
 
 
 def test_every_request_model_is_registered() -> None:
@@ -291,7 +291,7 @@ _opt_text = st.none() | st.text(max_size=10)
 def test_mention_request_never_sends_null(
     id: str | None, handle: str | None, name: str | None, kind: str | None
 ) -> None:
-    body = converter.unstructure(m.MentionRequest(id=id, handle=handle, name=name, kind=kind))
+    body = unstructure(m.MentionRequest(id=id, handle=handle, name=name, kind=kind))
     assert None not in body.values()
     expected = {k: v for k, v in (("id", id), ("handle", handle), ("name", name), ("kind", kind))}
     assert body == {k: v for k, v in expected.items() if v is not None}

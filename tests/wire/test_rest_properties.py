@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from band_trio.errors import BandProtocolError
 from band_trio.wire import models as m
-from band_trio.wire.converter import converter
+from band_trio.wire import structure
 from band_trio.wire.rest import RestClient, encode_query
 
 from .rest_mock import MESSAGE, PARTICIPANT, ROOM, Recorder, make_client
@@ -123,7 +123,7 @@ def test_valid_room_with_unknown_keys_decodes_like_the_converter(
             return await rest.get_chat("room-1")
 
     room = trio.run(run)
-    assert room == converter.structure(payload, m.ChatRoom)
+    assert room == structure(payload, m.ChatRoom)
     assert room.extra == extra
     assert room.title == title
 

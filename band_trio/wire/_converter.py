@@ -1,4 +1,8 @@
-"""The one cattrs converter band-trio uses for every wire payload.
+"""The one cattrs converter band-trio uses for every wire payload (private).
+
+The converter is a mutable object (hooks can be registered on it), so it stays
+inside the wire layer; other layers convert through :func:`structure` and
+:func:`unstructure`, re-exported by :mod:`band_trio.wire`.
 
 Configured once, here:
 
@@ -17,7 +21,6 @@ validators) on :data:`converter`; nothing else creates a converter.
 
 from __future__ import annotations
 
-import linecache
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -27,7 +30,6 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 __all__ = [
     "converter",
-    "forget_generated_source",
     "has_extra_field",
     "structure",
     "unstructure",
@@ -120,38 +122,26 @@ def _extra_unstructure_factory(cls: type[T], conv: cattrs.Converter) -> Callable
     return unstructure
 
 
-def forget_generated_source(module: str) -> None:
-    """Drop the source text attrs and cattrs cached for methods generated in ``module``.
-
-    Both libraries keep the source of every method they generate (``__init__``,
-    ``__eq__``, ``__repr__``, structure hooks ...) in :mod:`linecache`, so that
-    debuggers can show it: a few KiB of resident strings per class. Tracebacks
-    through these methods still name them and their line numbers; they only
-    lose the source text. Call it at the end of a module that defines attrs
-    classes; it touches nothing else.
-
-    Args:
-        module: the module's ``__name__``; entries for its classes and for
-            classes of its submodules are dropped.
-    """
-    attrs_prefix = f"<attrs generated methods {module}."
-    cattrs_marker = f" {module}."
-    for key in list(linecache.cache):
-        if key.startswith(attrs_prefix) or (
-            key.startswith("<cattrs generated ") and cattrs_marker in key
-        ):
-            del linecache.cache[key]
-
-
 converter: cattrs.Converter = _make_converter()
 """The process-wide converter. Configure hooks at import time only."""
 
 
 def structure(data: Any, cls: type[T]) -> T:
-    """Structure ``data`` into ``cls`` with :data:`converter`."""
+    """Build a wire object of type ``cls`` from its JSON-like ``data``.
+
+    The rules of the platform apply: strict primitives, unknown keys kept in
+    ``extra``, event unions tagged by their event name.
+
+    Raises:
+        cattrs.BaseValidationError: ``data`` does not match ``cls``.
+    """
     return converter.structure(data, cls)
 
 
 def unstructure(obj: Any) -> Any:
-    """Unstructure ``obj`` with :data:`converter`."""
+    """The JSON-like form of a wire object, as it is sent on the wire.
+
+    ``extra`` keys come back flat; unset (``None``) fields of request models
+    are omitted.
+    """
     return converter.unstructure(obj)
