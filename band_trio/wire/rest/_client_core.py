@@ -1,0 +1,616 @@
+"""The transport core of :class:`~band_trio.wire.rest.RestClient`.
+
+Everything an endpoint method needs and nothing about any one endpoint: the
+client's settings and counters, building a request (JSON bodies, query
+encoding, escaped path segments), the retry loop (the policy is
+:mod:`band_trio.wire.retry`), the connection limiter, the choice of pool
+(band-trio's own keep-alive pool, :mod:`band_trio.wire._pool`, unless proxies
+are configured), the mapping of every failure to a typed error, and the
+decoding of the platform's envelopes and pages into models.
+
+Secrets: the API key lives only in the underlying client's default headers.
+It is never logged, never in a ``repr`` and never in an exception's text;
+errors name the method and the *path* only. It is also stripped from any
+redirect that leaves the base URL's origin.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, Final, Self, TypeVar
+from urllib.parse import quote
+from urllib.request import getproxies
+
+import attrs
+import cattrs
+import httpx
+import trio
+
+from band_trio._version import __version__
+from band_trio.errors import (
+    APIStatusError,
+    BandConfigError,
+    BandConnectionError,
+    BandProtocolError,
+    BandTimeoutError,
+    error_for_status,
+)
+from band_trio.wire._converter import converter
+from band_trio.wire._pool import PooledTransport
+from band_trio.wire.models import CursorPage, Page, PageMeta
+from band_trio.wire.retry import RetryPolicy, server_requested_delay
+
+__all__ = [
+    "API_PREFIX",
+    "MAX_PAGES",
+    "NO_BODY",
+    "RestClientCore",
+    "RestConfig",
+    "RestStatistics",
+    "encode_query",
+    "path_segment",
+]
+
+logger = logging.getLogger("band_trio.wire.rest")
+
+T = TypeVar("T")
+
+API_PREFIX: Final = "/api/v1/agent"
+MAX_PAGES: Final = 50
+"""Offset-paginated listings stop after this many pages (the official SDK's cap)."""
+MAX_POOL: Final = 64
+
+# Transport failures that prove the request never reached the server.
+_NOT_SENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# Failures that the same request would hit again: never retried.
+_NEVER_TRANSIENT: Final = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+
+
+def _default_user_agent() -> str:
+    return f"band-trio/{__version__}"
+
+
+def _positive(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value > 0:
+        raise BandConfigError(f"{attribute.name} must be > 0, got {value!r}")
+
+
+def _pool_size(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if not 1 <= value <= MAX_POOL:
+        raise BandConfigError(f"{attribute.name} must be within 1..{MAX_POOL}, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class RestConfig:
+    """Settings of a :class:`~band_trio.wire.rest.RestClient`; every knob has a default.
+
+    Attributes:
+        timeout: seconds one attempt of one call may take, end to end.
+        activity_timeout: the timeout of :meth:`~band_trio.wire.rest.RestClient.report_activity`
+            (which is never retried: a late "working" report is worthless).
+        retry: the retry policy (budget 3 by default).
+        max_connections: requests on the wire at once, hence connections open
+            at most (1..64; 16 by default: in the benchmarks more gave no more
+            throughput).
+        max_keepalive_connections: idle connections kept open (defaults to
+            ``max_connections``, so a busy agent does not churn connections).
+        keepalive_expiry: seconds an idle pooled connection stays open.
+        user_agent: the ``User-Agent`` header.
+    """
+
+    timeout: float = attrs.field(default=30.0, validator=_positive)
+    activity_timeout: float = attrs.field(default=2.0, validator=_positive)
+    retry: RetryPolicy = attrs.field(factory=RetryPolicy)
+    max_connections: int = attrs.field(default=16, validator=_pool_size)
+    max_keepalive_connections: int | None = attrs.field(default=None)
+    keepalive_expiry: float = attrs.field(default=30.0, validator=_positive)
+    user_agent: str = attrs.field(factory=_default_user_agent)
+
+    @max_keepalive_connections.validator
+    def _check_keepalive(self, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+        if value is not None and not 0 <= value <= MAX_POOL:
+            raise BandConfigError(f"{attribute.name} must be within 0..{MAX_POOL}, got {value!r}")
+
+
+@attrs.frozen
+class RestStatistics:
+    """Counters of a :class:`~band_trio.wire.rest.RestClient` (a snapshot).
+
+    Attributes:
+        calls: method calls made (one per endpoint call, however many attempts).
+        attempts: HTTP requests sent (calls plus retries).
+        retries: retries made after a retryable failure.
+        errors: calls that ended in an exception.
+        in_flight: requests on the wire now (at most ``max_connections``).
+        queued: requests waiting for a free connection now.
+    """
+
+    calls: int
+    attempts: int
+    retries: int
+    errors: int
+    in_flight: int = 0
+    queued: int = 0
+
+
+def encode_query(params: Mapping[str, Any]) -> dict[str, str]:
+    """Encode query parameters the way the platform expects.
+
+    ``None`` values are dropped, booleans become ``true``/``false`` and lists or
+    tuples are joined with commas.
+    """
+    out: dict[str, str] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, list | tuple):
+            out[key] = ",".join(str(v) for v in value)
+        else:
+            out[key] = str(value)
+    return out
+
+
+def path_segment(value: str | int) -> str:
+    """One path segment, escaped so an id can never change the route.
+
+    Raises:
+        BandConfigError: the id is not a string or an integer, or is empty.
+    """
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise BandConfigError(
+            f"an id in a request path must be a string, got {type(value).__name__}"
+        )
+    text = str(value)
+    if not text:
+        raise BandConfigError("an id in a request path must not be empty")
+    return quote(text, safe="")
+
+
+NO_BODY: Final[Any] = object()
+"""Marks a call without a body (``None`` is a JSON body: ``null``)."""
+
+
+class RestClientCore:
+    """The transport under every endpoint of :class:`~band_trio.wire.rest.RestClient`.
+
+    Endpoint groups subclass it and call :meth:`_request`, then decode the
+    answer with :meth:`_one`, :meth:`_page`, :meth:`_cursor_page` (and the
+    smaller helpers); :class:`~band_trio.wire.rest.RestClient` composes them.
+    See ``RestClient`` for the errors, concurrency and cancellation rules.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        config: RestConfig | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """Create the client and its connection pool (no I/O happens here).
+
+        Raises:
+            BandConfigError: an empty key, or a base URL that is not a plain
+                ``http(s)://host[:port][/prefix]``.
+        """
+        config = config or RestConfig()
+        if not isinstance(api_key, str) or not api_key.strip():
+            raise BandConfigError("api_key must be a non-empty string")
+        try:
+            url = httpx.URL(base_url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise BandConfigError(f"invalid REST base URL {base_url!r}") from exc
+        if url.userinfo:
+            # Do not echo the URL: it carries a secret.
+            raise BandConfigError("REST base URL must not contain credentials")
+        if url.query or url.fragment:
+            raise BandConfigError(f"REST base URL must not have a query or fragment: {base_url!r}")
+        if url.scheme not in ("http", "https") or not url.host:
+            raise BandConfigError(f"REST base URL must be http(s)://host, got {base_url!r}")
+        if "/api/v1" in url.path:
+            raise BandConfigError(
+                f"REST base URL must not contain /api/v1 (give the site root): {base_url!r}"
+            )
+        self._base_url = str(url).rstrip("/")
+        self._origin = (url.scheme, url.host, url.port)
+        self._api_key = api_key
+        self._config = config
+        self._random = random.Random()
+        self._calls = 0
+        self._attempts = 0
+        self._retries = 0
+        self._errors = 0
+        # At most max_connections requests enter httpx at once; the rest wait
+        # here, in FIFO order (a Trio queue costs nothing while it waits).
+        # Waiting here is not part of an attempt: the attempt timeout starts
+        # once a connection is free. The transport opens a connection only
+        # when no idle one is left, so this also bounds the connections.
+        self._slots = trio.CapacityLimiter(config.max_connections)
+        keepalive = config.max_keepalive_connections
+        if keepalive is None:
+            keepalive = config.max_connections
+        proxied = any(scheme != "no" for scheme in getproxies())
+        if transport is None and not proxied:
+            transport = PooledTransport(
+                max_keepalive=min(keepalive, config.max_connections),
+                keepalive_expiry=config.keepalive_expiry,
+            )
+        # With proxies configured in the environment (HTTP_PROXY, HTTPS_PROXY,
+        # ALL_PROXY, ...) httpx's own transport is used, the only one httpx
+        # applies them to; these limits are for it (the slots still bound the
+        # load). A transport given here ignores them.
+        self._client = httpx.AsyncClient(
+            base_url=self._base_url,
+            headers={"X-API-Key": api_key, "User-Agent": config.user_agent},
+            timeout=httpx.Timeout(config.timeout),
+            limits=httpx.Limits(
+                max_connections=config.max_connections,
+                max_keepalive_connections=min(keepalive, config.max_connections),
+                keepalive_expiry=config.keepalive_expiry,
+            ),
+            transport=transport,
+            follow_redirects=True,
+            event_hooks={"request": [self._guard_key_on_redirect]},
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._base_url}>"
+
+    @property
+    def base_url(self) -> str:
+        """The site root every path is appended to."""
+        return self._base_url
+
+    @property
+    def config(self) -> RestConfig:
+        """The client's settings."""
+        return self._config
+
+    def statistics(self) -> RestStatistics:
+        """A snapshot of the client's counters."""
+        slots = self._slots.statistics()
+        return RestStatistics(
+            self._calls,
+            self._attempts,
+            self._retries,
+            self._errors,
+            in_flight=slots.borrowed_tokens,
+            queued=slots.tasks_waiting,
+        )
+
+    async def aclose(self) -> None:
+        """Close every pooled connection. The client cannot be used afterwards."""
+        await self._client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ core
+
+    async def _guard_key_on_redirect(self, request: httpx.Request) -> None:
+        # httpx strips Authorization on cross-origin redirects but not our
+        # X-API-Key header: never hand the key to another origin.
+        if (request.url.scheme, request.url.host, request.url.port) != self._origin:
+            request.headers.pop("X-API-Key", None)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "[redacted]") if self._api_key in text else text
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = NO_BODY,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
+        attempt_timeout: float | None = None,
+        retry: bool = True,
+    ) -> httpx.Response:
+        """Send one call (with retries) and return its 2xx response, body read."""
+        self._calls += 1
+        try:
+            return await self._request_with_retries(
+                method,
+                path,
+                params=params,
+                body=body,
+                content=content,
+                headers=headers,
+                idempotent=idempotent,
+                attempt_timeout=attempt_timeout,
+                retry=retry,
+            )
+        except Exception:
+            self._errors += 1
+            raise
+
+    async def _request_with_retries(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None,
+        body: Any,
+        content: bytes | None,
+        headers: Mapping[str, str] | None,
+        idempotent: bool | None,
+        attempt_timeout: float | None,
+        retry: bool,
+    ) -> httpx.Response:
+        if self._client.is_closed:
+            raise BandConfigError("this RestClient is closed")
+        if idempotent is None:
+            idempotent = method in ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
+        policy = self._config.retry if retry else attrs.evolve(self._config.retry, max_retries=0)
+        per_attempt = attempt_timeout if attempt_timeout is not None else self._config.timeout
+        send_headers = dict(headers or {})
+        if body is not NO_BODY:
+            try:
+                text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise BandConfigError(
+                    f"{method} {path}: the request body is not valid JSON ({exc})"
+                ) from exc
+            content = text.encode()
+            send_headers["Content-Type"] = "application/json"
+        query = encode_query(params) if params else None
+        request = self._client.build_request(
+            method,
+            path,
+            params=query,
+            content=content,
+            headers=send_headers,
+            timeout=httpx.Timeout(per_attempt),
+        )
+        attempt = 0
+        while True:
+            self._attempts += 1
+            failure: httpx.HTTPError | None = None
+            response: httpx.Response | None = None
+            async with self._slots:
+                with trio.move_on_after(per_attempt) as scope:
+                    try:
+                        response = await self._client.send(request)
+                    except httpx.HTTPError as exc:
+                        failure = exc
+            if scope.cancelled_caught:
+                failure = httpx.ReadTimeout("the attempt exceeded its timeout", request=request)
+            if failure is not None:
+                delay = None
+                if isinstance(failure, httpx.TransportError) and not isinstance(
+                    failure, _NEVER_TRANSIENT
+                ):
+                    delay = policy.after_transport_error(
+                        attempt=attempt,
+                        maybe_sent=not isinstance(failure, _NOT_SENT),
+                        idempotent=idempotent,
+                        random=self._random.random(),
+                    )
+                if delay is None:
+                    error = self._transport_error(failure, method, path)
+                    if self._api_key in str(failure):
+                        # A traceback prints the cause's text: never chain the key.
+                        raise error from None
+                    raise error from failure
+                logger.warning(
+                    "%s %s failed (%s); retry %d in %.2f s",
+                    method,
+                    path,
+                    type(failure).__name__,
+                    attempt + 1,
+                    delay,
+                )
+            else:
+                assert response is not None
+                if response.is_success:
+                    return response
+                delay = policy.after_status(
+                    attempt=attempt,
+                    status=response.status_code,
+                    headers=response.headers,
+                    idempotent=idempotent,
+                    now=time.time(),
+                    random=self._random.random(),
+                )
+                if delay is None:
+                    raise self._status_error(response, method, path)
+                logger.warning(
+                    "%s %s answered %d; retry %d in %.2f s",
+                    method,
+                    path,
+                    response.status_code,
+                    attempt + 1,
+                    delay,
+                )
+            attempt += 1
+            self._retries += 1
+            await trio.sleep(delay)
+
+    def _transport_error(self, exc: httpx.HTTPError, method: str, path: str) -> Exception:
+        detail = self._redact(str(exc)) or type(exc).__name__
+        text = f"{method} {path}: {type(exc).__name__}: {detail}"
+        if isinstance(exc, httpx.TimeoutException):
+            return BandTimeoutError(text)
+        if isinstance(exc, httpx.UnsupportedProtocol):
+            return BandConfigError(text)
+        if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects):
+            return BandProtocolError(text)
+        return BandConnectionError(text)
+
+    def _status_error(self, response: httpx.Response, method: str, path: str) -> APIStatusError:
+        code = message = request_id = None
+        details: Mapping[str, Any] | None = None
+        try:
+            payload = json.loads(response.content) if response.content else None
+        except (ValueError, UnicodeDecodeError):
+            payload = None
+        err = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(err, dict):
+            code = err.get("code") if isinstance(err.get("code"), str) else None
+            raw_message = err.get("message")
+            message = self._redact(raw_message) if isinstance(raw_message, str) else None
+            request_id = err.get("request_id") if isinstance(err.get("request_id"), str) else None
+            details = err.get("details") if isinstance(err.get("details"), dict) else None
+        elif isinstance(err, str):
+            message = self._redact(err)
+        elif isinstance(payload, str):
+            # A bare JSON string body (the declared 416 body of the file download).
+            message = self._redact(payload)
+        return error_for_status(response.status_code)(
+            response.status_code,
+            code=code,
+            message=message,
+            request_id=request_id,
+            details=details,
+            retry_after=server_requested_delay(response.headers, now=time.time()),
+            method=method,
+            path=path,
+        )
+
+    # ------------------------------------------------------------ decoding
+
+    def _json(self, response: httpx.Response, method: str, path: str) -> Any:
+        try:
+            return json.loads(response.content)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BandProtocolError(
+                f"{method} {path}: HTTP {response.status_code} body is not JSON"
+            ) from exc
+
+    def _envelope(
+        self, response: httpx.Response, method: str, path: str, *, optional: bool = False
+    ) -> dict[str, Any]:
+        payload = self._json(response, method, path)
+        if not isinstance(payload, dict):
+            raise BandProtocolError(f"{method} {path}: response is not a JSON object")
+        if "data" not in payload and not optional:
+            raise BandProtocolError(f"{method} {path}: response has no 'data'")
+        return payload
+
+    def _structure(self, data: Any, cls: type[T], method: str, path: str) -> T:
+        try:
+            return converter.structure(data, cls)
+        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+            if isinstance(exc, cattrs.BaseValidationError):
+                reason = "; ".join(cattrs.transform_error(exc, path="data"))
+            else:
+                reason = f"{type(exc).__name__}: {exc}"
+            raise BandProtocolError(
+                f"{method} {path}: invalid {cls.__name__} in response: {reason}"
+            ) from exc
+
+    def _one(self, response: httpx.Response, cls: type[T], method: str, path: str) -> T:
+        data = self._envelope(response, method, path)["data"]
+        return self._structure(data, cls, method, path)
+
+    def _items(self, data: Any, cls: type[T], method: str, path: str) -> tuple[T, ...]:
+        if data is None:
+            return ()
+        if not isinstance(data, list):
+            raise BandProtocolError(f"{method} {path}: 'data' is not a list")
+        return tuple(self._structure(item, cls, method, path) for item in data)
+
+    def _page(self, response: httpx.Response, cls: type[T], method: str, path: str) -> Page[T]:
+        payload = self._envelope(response, method, path, optional=True)
+        items = self._items(payload.get("data"), cls, method, path)
+        raw_meta = payload.get("metadata")
+        meta = (
+            self._structure(raw_meta, PageMeta, method, path)
+            if isinstance(raw_meta, dict)
+            else PageMeta()
+        )
+        return Page(items=items, meta=meta)
+
+    def _cursor_page(
+        self,
+        response: httpx.Response,
+        cls: type[T],
+        method: str,
+        path: str,
+        *,
+        strict_meta: bool = True,
+    ) -> CursorPage[T]:
+        payload = self._envelope(response, method, path, optional=not strict_meta)
+        items = self._items(payload.get("data"), cls, method, path)
+        meta = payload.get("metadata")
+        if meta is None and not strict_meta:
+            meta = payload.get("meta")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise BandProtocolError(f"{method} {path}: 'metadata' is not an object")
+        has_more = meta.get("has_more", None if strict_meta else False)
+        limit = meta.get("limit")
+        next_cursor = meta.get("next_cursor")
+        if type(has_more) is not bool:
+            raise BandProtocolError(f"{method} {path}: metadata.has_more must be a boolean")
+        if (strict_meta or limit is not None) and type(limit) is not int:
+            raise BandProtocolError(f"{method} {path}: metadata.limit must be an integer")
+        if next_cursor is not None and not isinstance(next_cursor, str):
+            raise BandProtocolError(f"{method} {path}: metadata.next_cursor must be a string")
+        return CursorPage(
+            items=items, has_more=has_more, limit=limit, next_cursor=next_cursor, meta=meta
+        )
+
+    @staticmethod
+    def _body(obj: Any) -> Any:
+        return converter.unstructure(obj)
+
+    # ---------------------------------------------------------- pagination
+
+    async def _follow_pages(
+        self, fetch: Callable[[int], Awaitable[Page[T]]], key: Callable[[T], str]
+    ) -> AsyncIterator[T]:
+        seen: set[str] = set()
+        page_no = 1
+        while True:
+            page = await fetch(page_no)
+            for item in page.items:
+                k = key(item)
+                if k not in seen:
+                    seen.add(k)
+                    yield item
+            total = page.meta.total_pages
+            if not page.items or total is None or page_no >= total or page_no >= MAX_PAGES:
+                return
+            page_no += 1
+
+    async def _follow_cursor(
+        self,
+        fetch: Callable[[str | None], Awaitable[CursorPage[T]]],
+        max_pages: int | None,
+    ) -> AsyncIterator[T]:
+        cursor: str | None = None
+        used: set[str] = set()
+        pages = 0
+        while True:
+            page = await fetch(cursor)
+            pages += 1
+            for item in page.items:
+                yield item
+            if not page.has_more or not page.next_cursor:
+                return
+            if page.next_cursor in used:
+                raise BandProtocolError("the platform repeated a pagination cursor")
+            if max_pages is not None and pages >= max_pages:
+                return
+            used.add(page.next_cursor)
+            cursor = page.next_cursor
