@@ -1,41 +1,16 @@
-"""``BandLink``: the agent's WebSocket to Band, on trio-websocket.
+"""``BandLink``: the Trio shell of the agent's WebSocket to Band, on trio-websocket.
 
-The link is a thin Trio shell around the sans-io cores:
-
-* :class:`~band_trio.wire.phoenix.PhoenixProtocol` (refs, joins, leaves,
-  ``join_ref`` filtering, heartbeat deadlines),
-* :mod:`band_trio.wire.backoff` (first-connect and reconnect policies),
-* :func:`~band_trio.wire.events.decode_event` (typed, validated events).
-
-While :meth:`BandLink.serve` runs, one session at a time owns a socket and runs
-two tasks: the *reader* (frames in, replies matched, events decoded) and the
-*heartbeat* (its own task, so it is never stuck behind a consumer). Events go
-through a bounded internal buffer (``LinkConfig.event_buffer_size`` items) to
-a forwarder task that sends them on the caller's channel. When the caller is
-slow and that buffer is full, the reader waits (no event is ever dropped) and
-the dead-connection deadline is paused meanwhile, because the acks may be
-sitting unread behind the events; heartbeats keep being sent.
-
-Memory bound: ``event_buffer_size`` decoded events, plus one frame held by
-trio-websocket, plus frames of at most ``max_message_size`` (1 MiB) each;
-bigger frames make the socket close with 1009 and the link reconnect.
-
-The API key travels only in the ``x-api-key`` header; it never appears in a
-URL, a log line, a repr or an exception.
+The protocol decisions are made by the sans-io pieces it drives (see
+:mod:`band_trio.wire.link`); this module owns the socket, the session's
+tasks (reader, heartbeat, forwarder, channel recovery) and the waits.
 """
 
 from __future__ import annotations
 
-import email.utils
-import json
 import logging
-import math
-import random as _random
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Final, NoReturn, TypeAlias, cast
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from typing import Any, Final, NoReturn, cast
 
 import attrs
 import trio
@@ -52,14 +27,22 @@ from band_trio.errors import (
     SupersededError,
     UpgradeRefusedError,
 )
-from band_trio.wire.backoff import (
-    FirstConnectPolicy,
-    ReconnectPolicy,
-    RetryDecision,
-    first_connect_status_is_terminal,
-    reconnect_status_is_terminal,
+from band_trio.wire.backoff import RetryDecision
+from band_trio.wire.events import Supersede, decode_event
+from band_trio.wire.link._link_config import LinkConfig
+from band_trio.wire.link._link_records import (
+    EventRejected,
+    LinkEvent,
+    LinkReconnected,
+    LinkStatistics,
+    TopicLost,
 )
-from band_trio.wire.events import PlatformEvent, Supersede, decode_event
+from band_trio.wire.link._upgrade import (
+    UpgradeTarget,
+    build_ws_url,
+    upgrade_refusal,
+    upgrade_target,
+)
 from band_trio.wire.phoenix import (
     ChannelClosed,
     ChannelErrored,
@@ -74,219 +57,15 @@ from band_trio.wire.phoenix import (
     TopicState,
 )
 
-__all__ = [
-    "BandLink",
-    "EventRejected",
-    "LinkConfig",
-    "LinkEvent",
-    "LinkReconnected",
-    "LinkStatistics",
-    "TopicLost",
-    "agent_topics",
-    "build_ws_url",
-    "room_topics",
-]
+__all__ = ["BandLink"]
 
+# The logger keeps the name of the public module.
 logger = logging.getLogger("band_trio.wire.link")
 
-MIB: Final = 1024 * 1024
 DEAD_CLOSE_CODE: Final = 4000
 DEAD_CLOSE_REASON: Final = "Heartbeat dead-threshold exceeded"
 MALFORMED_CLOSE_CODE: Final = 1002
-_STRIPPED_QUERY_KEYS: Final = frozenset({"vsn", "api_key", "token", "agent_id", "on_conflict"})
 _ON_CONFLICT_VALUES: Final = frozenset({"supersede", "reject"})
-
-
-# --------------------------------------------------------------------------- public records
-
-
-@attrs.frozen
-class LinkConfig:
-    """Knobs of a :class:`BandLink`; the defaults are the official client's (protocol.md §6).
-
-    Attributes:
-        join_timeout: seconds to wait for a join reply.
-        leave_timeout: seconds to wait for a leave reply.
-        heartbeat_interval: seconds between Phoenix heartbeats.
-        dead_after: seconds without a heartbeat ack before the socket is
-            force-closed (code 4000) and the link reconnects.
-        connect_timeout: seconds for the TCP connect plus the upgrade handshake.
-        close_timeout: seconds to wait for the closing handshake.
-        max_message_size: largest incoming message accepted (bigger: close 1009).
-        receive_buffer_size: bytes read from the socket at a time.
-        event_buffer_size: events decoded but not yet taken by the caller.
-        join_agent_rooms: also join ``agent_rooms:<agent_id>`` at start-up
-            (failure is logged, not fatal).
-        first_connect_policy: builds the backoff policy of the first connect.
-        reconnect_policy: builds the backoff policy of later reconnects.
-        random: jitter source for channel rejoins after ``phx_error``.
-    """
-
-    join_timeout: float = 10.0
-    leave_timeout: float = 5.0
-    heartbeat_interval: float = 30.0
-    dead_after: float = 60.0
-    connect_timeout: float = 10.0
-    close_timeout: float = 5.0
-    max_message_size: int = MIB
-    receive_buffer_size: int = 64 * 1024
-    event_buffer_size: int = 1000
-    join_agent_rooms: bool = True
-    first_connect_policy: Callable[[], FirstConnectPolicy] = FirstConnectPolicy
-    reconnect_policy: Callable[[], ReconnectPolicy] = ReconnectPolicy
-    random: Callable[[], float] = _random.random
-
-    def __attrs_post_init__(self) -> None:
-        for name in (
-            "join_timeout",
-            "leave_timeout",
-            "heartbeat_interval",
-            "dead_after",
-            "connect_timeout",
-            "close_timeout",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise BandConfigError(f"LinkConfig.{name} must be a positive number of seconds")
-        for name in ("max_message_size", "receive_buffer_size", "event_buffer_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise BandConfigError(f"LinkConfig.{name} must be a positive integer")
-
-
-@attrs.frozen
-class LinkReconnected:
-    """The socket was replaced and every registered topic rejoined.
-
-    Messages may have been missed while disconnected: consumers resync (for
-    example, drain ``/messages/next`` in every room and re-list rooms).
-
-    Attributes:
-        reconnects: how many reconnects this link has made so far.
-        rejoined: topics joined again on the new socket.
-        lost: topics whose rejoin was refused (no longer joined).
-    """
-
-    reconnects: int
-    rejoined: tuple[str, ...]
-    lost: tuple[str, ...]
-
-
-@attrs.frozen
-class EventRejected:
-    """A push that failed validation (or had an unknown event name); it was dropped.
-
-    Attributes:
-        topic: the channel it arrived on.
-        event: the event name.
-        reason: what was wrong (fields and types, never payload values).
-    """
-
-    topic: str
-    event: str
-    reason: str
-
-
-@attrs.frozen
-class TopicLost:
-    """A joined topic ended without us leaving it (``phx_close``, or a refused rejoin).
-
-    The link does not rejoin it; a consumer that still wants it calls
-    :meth:`BandLink.join` again.
-    """
-
-    topic: str
-    reason: str
-
-
-LinkEvent: TypeAlias = PlatformEvent | LinkReconnected | EventRejected | TopicLost
-
-
-@attrs.frozen
-class LinkStatistics:
-    """A snapshot of a link's counters (see :meth:`BandLink.statistics`)."""
-
-    connected: bool
-    joined_topics: tuple[str, ...]
-    frames_in: int
-    frames_out: int
-    malformed_frames: int
-    oversize_frames: int
-    events_delivered: int
-    events_rejected: int
-    events_buffered: int
-    consumer_stalls: int
-    heartbeats_sent: int
-    heartbeat_acks: int
-    dead_connections: int
-    reconnects: int
-    connect_failures: int
-
-
-def room_topics(room_id: str) -> tuple[str, str]:
-    """The two per-room topics: ``(chat_room:<id>, room_participants:<id>)``."""
-    return f"chat_room:{room_id}", f"room_participants:{room_id}"
-
-
-def agent_topics(agent_id: str) -> tuple[str, str, str]:
-    """``(agent_control:<id>, agent_rooms:<id>, agent_contacts:<id>)``."""
-    return f"agent_control:{agent_id}", f"agent_rooms:{agent_id}", f"agent_contacts:{agent_id}"
-
-
-# --------------------------------------------------------------------------- URL
-
-
-@attrs.frozen
-class _Target:
-    host: str
-    port: int
-    resource: str
-    use_ssl: bool
-
-
-def build_ws_url(ws_url: str, agent_id: str, *, on_conflict_reject: bool = False) -> str:
-    """The upgrade URL of protocol.md §1.1.
-
-    Any ``vsn``, ``api_key``, ``token``, ``agent_id`` and ``on_conflict`` already
-    in ``ws_url`` are removed, and so are a ``user:password@`` and a fragment; then ``vsn=2.0.0``, ``agent_id`` (URL-encoded) and,
-    when asked, ``on_conflict=reject`` are appended. ``http``/``https`` schemes
-    become ``ws``/``wss``.
-
-    Raises:
-        BandConfigError: not a ws/wss/http/https URL with a host.
-    """
-    parts = urlsplit(ws_url)
-    scheme = {"ws": "ws", "wss": "wss", "http": "ws", "https": "wss"}.get(parts.scheme.lower())
-    if scheme is None or not parts.hostname:
-        raise BandConfigError("ws_url must be a ws:// or wss:// URL with a host")
-    query = [
-        (k, v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-        if k not in _STRIPPED_QUERY_KEYS
-    ]
-    # Userinfo in the URL would be a credential in plain sight: never kept.
-    netloc = parts.netloc.rpartition("@")[2]
-    query.append(("vsn", "2.0.0"))
-    query.append(("agent_id", agent_id))
-    if on_conflict_reject:
-        query.append(("on_conflict", "reject"))
-    return urlunsplit((scheme, netloc, parts.path or "/", urlencode(query, quote_via=quote), ""))
-
-
-def _target(url: str) -> _Target:
-    parts = urlsplit(url)
-    use_ssl = parts.scheme == "wss"
-    try:
-        port = parts.port or (443 if use_ssl else 80)
-    except ValueError:
-        raise BandConfigError("ws_url has an invalid port") from None
-    resource = parts.path or "/"
-    if parts.query:
-        resource += "?" + parts.query
-    return _Target(parts.hostname or "", port, resource, use_ssl)
-
-
-# --------------------------------------------------------------------------- internals
 
 
 class _SocketGone(Exception):
@@ -361,52 +140,6 @@ def _one_error() -> Iterator[None]:
         if not other and real:
             raise real[0] from None
         raise
-
-
-def _retry_after(headers: tuple[tuple[bytes, bytes], ...], body: Mapping[str, Any]) -> float | None:
-    value = body.get("retry_after")
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    for name, raw in headers:
-        if name.lower() != b"retry-after":
-            continue
-        text = raw.decode("latin-1").strip()
-        try:
-            seconds = float(text)
-        except ValueError:
-            try:
-                when = email.utils.parsedate_to_datetime(text).timestamp()
-            except (TypeError, ValueError, IndexError):
-                return None
-            return max(0.0, when - time.time())
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    return None
-
-
-def _refusal(exc: trio_websocket.ConnectionRejected, *, first: bool) -> UpgradeRefusedError:
-    body: Mapping[str, Any] = {}
-    try:
-        parsed = json.loads(exc.body or b"")
-        if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-            body = parsed["error"]
-    except ValueError:
-        pass
-    status = exc.status_code
-    code = body.get("code") if isinstance(body.get("code"), str) else None
-    message = body.get("message") if isinstance(body.get("message"), str) else None
-    terminal = (
-        first_connect_status_is_terminal(status) if first else reconnect_status_is_terminal(status)
-    )
-    return UpgradeRefusedError(
-        status,
-        code=code,
-        message=message,
-        retry_after=_retry_after(exc.headers, body),
-        retryable=not terminal,
-    )
-
-
-# --------------------------------------------------------------------------- the link
 
 
 class BandLink:
@@ -530,7 +263,7 @@ class BandLink:
         Calls ``task_status.started()`` once connected with
         ``agent_control:<id>`` joined (and ``agent_rooms:<id>`` attempted).
         Afterwards dropped sockets are replaced with the backoff of
-        protocol.md §1.7, every registered topic is rejoined with a fresh
+        the reconnect policy (:mod:`band_trio.wire.backoff`), every registered topic is rejoined with a fresh
         ``join_ref`` and :class:`LinkReconnected` is sent on ``events``.
 
         Args:
@@ -649,7 +382,7 @@ class BandLink:
         self, *, first: bool, task_status: trio.TaskStatus[None]
     ) -> tuple[float, int | None]:
         """One socket's life. Returns ``(uptime, close_code)`` when the socket ends."""
-        target = _target(self._url_first if first else self._url_again)
+        target = upgrade_target(self._url_first if first else self._url_again)
         headers = [(b"x-api-key", self._api_key.encode("utf-8"))]
         opened_at = trio.current_time()
         try:
@@ -680,12 +413,12 @@ class BandLink:
                         starter.cancel()
         except trio_websocket.ConnectionRejected as exc:
             # Raised by trio-websocket's reader task, hence outside the handshake call.
-            raise _refusal(exc, first=first) from None
+            raise upgrade_refusal(exc, first=first) from None
 
     async def _handshake(
         self,
         starter: _ShieldedStarter,
-        target: _Target,
+        target: UpgradeTarget,
         headers: list[tuple[bytes, bytes]],
     ) -> trio_websocket.WebSocketConnection:
         where = f"{target.host}:{target.port}"
@@ -953,7 +686,12 @@ class BandLink:
         return None
 
     async def _recover(self, ws: trio_websocket.WebSocketConnection, topic: str) -> None:
-        """Rejoin a crashed or timed-out channel on the same socket (protocol.md §1.5)."""
+        """Rejoin a crashed or timed-out channel on the same socket.
+
+        A ``phx_error`` means the channel process on the server died while the
+        socket lives on: the channel is joined again with exponential backoff
+        (0.5 s doubling up to 30 s, with jitter), as the Phoenix client does.
+        """
         attempt = 0
         while True:
             d = min(30.0, 0.5 * 2**attempt)

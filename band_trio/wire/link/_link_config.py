@@ -1,0 +1,70 @@
+"""The settings of a :class:`~band_trio.wire.link.BandLink`."""
+
+from __future__ import annotations
+
+import random as _random
+from collections.abc import Callable
+from typing import Final
+
+import attrs
+
+from band_trio.errors import BandConfigError
+from band_trio.wire.backoff import FirstConnectPolicy, ReconnectPolicy
+
+__all__ = ["MIB", "LinkConfig"]
+
+MIB: Final = 1024 * 1024
+
+
+@attrs.frozen
+class LinkConfig:
+    """Knobs of a :class:`~band_trio.wire.link.BandLink`; the defaults are the official client's.
+
+    Attributes:
+        join_timeout: seconds to wait for a join reply.
+        leave_timeout: seconds to wait for a leave reply.
+        heartbeat_interval: seconds between Phoenix heartbeats.
+        dead_after: seconds without a heartbeat ack before the socket is
+            force-closed (code 4000) and the link reconnects.
+        connect_timeout: seconds for the TCP connect plus the upgrade handshake.
+        close_timeout: seconds to wait for the closing handshake.
+        max_message_size: largest incoming message accepted (bigger: close 1009).
+        receive_buffer_size: bytes read from the socket at a time.
+        event_buffer_size: events decoded but not yet taken by the caller.
+        join_agent_rooms: also join ``agent_rooms:<agent_id>`` at start-up
+            (failure is logged, not fatal).
+        first_connect_policy: builds the backoff policy of the first connect.
+        reconnect_policy: builds the backoff policy of later reconnects.
+        random: jitter source for channel rejoins after ``phx_error``.
+    """
+
+    join_timeout: float = 10.0
+    leave_timeout: float = 5.0
+    heartbeat_interval: float = 30.0
+    dead_after: float = 60.0
+    connect_timeout: float = 10.0
+    close_timeout: float = 5.0
+    max_message_size: int = MIB
+    receive_buffer_size: int = 64 * 1024
+    event_buffer_size: int = 1000
+    join_agent_rooms: bool = True
+    first_connect_policy: Callable[[], FirstConnectPolicy] = FirstConnectPolicy
+    reconnect_policy: Callable[[], ReconnectPolicy] = ReconnectPolicy
+    random: Callable[[], float] = _random.random
+
+    def __attrs_post_init__(self) -> None:
+        for name in (
+            "join_timeout",
+            "leave_timeout",
+            "heartbeat_interval",
+            "dead_after",
+            "connect_timeout",
+            "close_timeout",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise BandConfigError(f"LinkConfig.{name} must be a positive number of seconds")
+        for name in ("max_message_size", "receive_buffer_size", "event_buffer_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise BandConfigError(f"LinkConfig.{name} must be a positive integer")
