@@ -1,13 +1,25 @@
 """The wire layer: typed WebSocket events, the Phoenix v2 link, and the REST client.
 
+Its pinned surface (``__all__``) is what a program that talks to the platform
+directly needs:
+
 * :class:`BandLink` — one WebSocket to the platform (Phoenix Channels v2):
-  joins, heartbeat, reconnect, typed :data:`PlatformEvent` pushes.
-* :class:`RestClient` — one typed async method per ``/api/v1/agent`` endpoint.
+  joins, heartbeat, reconnect, typed :data:`PlatformEvent` pushes; configured
+  by :class:`LinkConfig` (whose backoff is :class:`FirstConnectPolicy` and
+  :class:`ReconnectPolicy`), it also sends :data:`LinkEvent` records
+  (:class:`LinkReconnected`, :class:`EventRejected`, :class:`TopicLost`).
+* :class:`RestClient` — one typed async method per ``/api/v1/agent`` endpoint,
+  configured by :class:`RestConfig` (whose retry rules are :class:`RetryPolicy`).
 * :func:`decode_event` / :func:`encode_event` — ``(topic, event, payload)`` to
   attrs-frozen events and back, with the validation rules of the platform.
+* :func:`structure` / :func:`unstructure` — any wire object from and to its
+  JSON-like form, by the layer's one converter (which stays private).
+
+The REST models (requests, responses, pages) are in :mod:`band_trio.wire.models`.
 """
 
 from band_trio.wire._converter import structure, unstructure
+from band_trio.wire.backoff import FirstConnectPolicy, ReconnectPolicy
 from band_trio.wire.events import (
     AgentControl,
     ContactAdded,
@@ -44,6 +56,7 @@ from band_trio.wire.link import (
     room_topics,
 )
 from band_trio.wire.rest import RestClient, RestConfig, RestStatistics
+from band_trio.wire.retry import RetryPolicy
 
 __all__ = [
     "AgentControl",
@@ -54,6 +67,7 @@ __all__ = [
     "ContactRequestReceived",
     "ContactRequestUpdated",
     "EventRejected",
+    "FirstConnectPolicy",
     "LinkConfig",
     "LinkEvent",
     "LinkReconnected",
@@ -65,9 +79,11 @@ __all__ = [
     "ParticipantAdded",
     "ParticipantRemoved",
     "PlatformEvent",
+    "ReconnectPolicy",
     "RestClient",
     "RestConfig",
     "RestStatistics",
+    "RetryPolicy",
     "RoomAdded",
     "RoomDeleted",
     "RoomEventCreated",
