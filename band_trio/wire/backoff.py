@@ -1,13 +1,15 @@
-"""Sans-io reconnect policies (protocol.md §1.7).
+"""Sans-io reconnect policies.
+
+Reference: docs/reference/protocol.rst (protocol, "Reconnection").
 
 Two policies, as in the official client:
 
 * :class:`FirstConnectPolicy` governs the first connect of a session
-  (§1.7.1): full jitter over ``1 s · 2^n`` capped at 30 s, "rapid failure"
+  ("First connect of a session"): full jitter over ``1 s · 2^n`` capped at 30 s, "rapid failure"
   floors (1, 5, 10, 20 … 60 s), and the session gives up after 10 rapid
   failures inside 300 s. Upgrade refusals 400, 403 and 409 are terminal.
 * :class:`ReconnectPolicy` governs every reconnect after a session was
-  established (§1.7.2): equal jitter over ``0.5 s · 2^attempt`` capped at 30 s,
+  established ("Reconnect after a successful connect"): equal jitter over ``0.5 s · 2^attempt`` capped at 30 s,
   rapid-drop floors (2, 10, 60, 90 … 300 s, jittered with the delay), hold-down
   jitter after 3 rapid drops, suppression after 10 rapid drops inside 60 s,
   close-code classification (1008 terminal; 1012 and 1013 have their own
@@ -72,7 +74,7 @@ class RetryDecision:
 
 
 class CloseAction(enum.Enum):
-    """How a reconnect treats a WebSocket close code (§1.7.2)."""
+    """How a reconnect treats a WebSocket close code (protocol, "Reconnect after a successful connect")."""
 
     RECONNECT = "reconnect"
     TERMINAL = "terminal"
@@ -112,7 +114,7 @@ def _check_random(value: float) -> float:
 
 
 class FirstConnectPolicy:
-    """Backoff for the first connect of a session (protocol.md §1.7.1).
+    """Backoff for the first connect of a session (protocol, "First connect of a session").
 
     Args:
         random: returns a float in ``[0, 1)``; defaults to :func:`random.random`.
@@ -203,7 +205,9 @@ class FirstConnectPolicy:
 
 
 class ReconnectPolicy:
-    """Backoff for reconnects after a successful connect (protocol.md §1.7.2).
+    """Backoff for reconnects after a successful connect.
+
+    See (protocol, "Reconnect after a successful connect").
 
     Args:
         random: returns a float in ``[0, 1)``; defaults to :func:`random.random`.

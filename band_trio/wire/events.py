@@ -1,8 +1,11 @@
-"""WebSocket application events (protocol.md §3) as attrs frozen classes.
+"""WebSocket application events as attrs frozen classes.
+
+Reference: docs/reference/protocol.rst (protocol, "Events and payloads").
 
 Every push the platform sends on a channel is decoded into exactly one of the
 classes below by :func:`decode_event`, which validates it the way band-sdk-core
-6.1.1 does (protocol.md §3.2 plus the stricter rules of §7 item 9):
+6.1.1 does (protocol, "Validation rules common to all events", plus the
+stricter rules of "Ambiguities" 9):
 
 * the payload must be a JSON object;
 * ``id``-like fields are non-empty strings; string fields reject numbers and
@@ -19,7 +22,7 @@ fields and types, never payload values (which may hold secrets).
 
 The two unions, :data:`PlatformEvent` and :data:`ContactEvent`, are registered on
 the shared converter as cattrs tagged unions (the tag is the event name), so
-``converter.structure(data, PlatformEvent)`` works for any mapping that carries
+``band_trio.wire.structure(data, PlatformEvent)`` works for any mapping that carries
 the event name under :data:`EVENT_TAG`. Each class's cattrs functions are
 generated once, on its first use.
 """
@@ -72,13 +75,13 @@ EVENT_TAG: Final = "__band_event__"
 """Key under which the tagged unions expect the event name (never a real payload key)."""
 
 PER_ROOM_TOPIC_KINDS: Final = frozenset({"chat_room", "room_participants"})
-"""Topic kinds whose id is a room id (protocol.md §2)."""
+"""Topic kinds whose id is a room id (protocol, "Topics")."""
 
 T = TypeVar("T")
 
 
 class _Invalid(ValueError):
-    """A rule of protocol.md §3 was broken; the message names fields, never values."""
+    """A rule of (protocol, "Events and payloads") was broken; the message names fields, never values."""
 
 
 def _non_empty(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -113,7 +116,7 @@ class MessageMetadata:
     """A message's ``metadata``, normalised so ``mentions`` is always a tuple.
 
     ``status`` and ``delivery_status`` are passed through unchecked, as
-    band-sdk-core does (protocol.md §3.6): ``delivery_status`` is normally an
+    band-sdk-core does (protocol, "chat_room:<room_id>"): ``delivery_status`` is normally an
     object keyed by recipient agent id, but a consumer must check that before
     reading it. ``delegation`` and anything else land in ``extra``.
     """
@@ -141,7 +144,7 @@ class _MessageEvent:
     inserted_at: str
     updated_at: str
     metadata: MessageMetadata = attrs.field(factory=MessageMetadata)
-    # Items are not validated (protocol.md §3.6); the REST Attachment shape in practice.
+    # Items are not validated (protocol, "chat_room:<room_id>"); the REST Attachment shape in practice.
     attachments: tuple[Any, ...] = ()
     extra: Mapping[str, Any] = _extra_field()
 
@@ -435,7 +438,7 @@ PlatformEvent: TypeAlias = Union[  # noqa: UP007 - cattrs needs a typing.Union o
     TaskCreated,
     TaskUpdated,
 ]
-"""Every application event the platform pushes (protocol.md §3)."""
+"""Every application event the platform pushes (protocol, "Events and payloads")."""
 
 _EVENT_CLASSES: Final[tuple[type[Any], ...]] = PlatformEvent.__args__  # type: ignore[attr-defined]
 _BY_NAME: Final[dict[str, type[Any]]] = {cls.EVENT: cls for cls in _EVENT_CLASSES}
@@ -649,7 +652,7 @@ def decode_event(topic: str, event: str, payload: Any) -> PlatformEvent:
 
     Raises:
         InvalidEventError: the event name is unknown, the payload is not an
-            object, or a field breaks the rules of protocol.md §3. Never any
+            object, or a field breaks the rules of (protocol, "Events and payloads"). Never any
             other exception. The reason names fields and types, never values.
     """
     cls = _BY_NAME.get(event)

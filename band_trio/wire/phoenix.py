@@ -1,4 +1,7 @@
-"""A sans-io Phoenix Channels v2 client core (protocol.md §1.3, §1.5, §1.6).
+"""A sans-io Phoenix Channels v2 client core.
+
+Reference: docs/reference/protocol.rst (protocol, "Phoenix Channels v2 framing";
+"Channel control frames"; "Heartbeat and liveness").
 
 :class:`PhoenixProtocol` owns no socket and reads no clock. The caller hands it
 received frame texts and the current time; it hands back the frame texts to
@@ -87,7 +90,7 @@ def decode_frame(text: str | bytes) -> Frame:
     Raises:
         FrameError: not JSON, not a 5-element array, a ref that is neither a
             string, a number nor null, or an empty/non-string topic or event.
-            Per protocol.md §1.3 this is fatal for the connection.
+            This is fatal for the connection (protocol, "Phoenix Channels v2 framing").
     """
     try:
         data = _loads(text if isinstance(text, str) else text.decode("utf-8"))
@@ -441,7 +444,7 @@ class PhoenixProtocol:
 
         Frames for unregistered topics, frames whose ``join_ref`` is not the
         topic's current one (stale or ``null``), pushes before a join reply and
-        replies nobody waits for are dropped silently, as protocol.md §1.3 says.
+        replies nobody waits for are dropped silently, (protocol, "Phoenix Channels v2 framing").
 
         Args:
             text: the WebSocket message.

@@ -1,5 +1,7 @@
 """Sans-io retry policy for REST calls: no clock, no sockets, no randomness of its own.
 
+Reference: docs/reference/protocol.rst.
+
 Given what happened (an HTTP status and its headers, or a transport failure),
 how many retries were already spent, whether the request is idempotent, the
 wall-clock time and one uniform random number, :class:`RetryPolicy` answers
@@ -7,7 +9,7 @@ with the number of seconds to wait before the next attempt, or ``None`` for
 "give up". The Trio layer (:mod:`band_trio.wire.rest`) does the waiting with
 ``trio.sleep`` so every retry is cancellable.
 
-The rules (protocol.md §4.1, improved where the official client is unsafe):
+The rules (protocol, "Conventions"; improved where the official client is unsafe):
 
 * 429 and 503 mean "the platform did not do it, come back later": retried for
   every request, waiting what ``Retry-After`` (seconds, or an HTTP date;

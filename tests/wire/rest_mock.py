@@ -81,7 +81,8 @@ def error(
     details: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
 ) -> httpx.Response:
-    """A platform error answer with the standard body of protocol.md §4.2."""
+    """A platform error answer with the standard body (protocol, "Errors";
+    docs/reference/protocol.rst)."""
     body: dict[str, Any] = {"code": code, "message": message, "request_id": "req-1"}
     if details is not None:
         body["details"] = details

@@ -1,4 +1,7 @@
-"""Tests for the sans-io reconnect policies (protocol.md §1.7)."""
+"""Tests for the sans-io reconnect policies (protocol, "Reconnection").
+
+Reference: docs/reference/protocol.rst.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ def seq(*values: float) -> Callable[[], float]:
 
 def test_first_connect_unreachable_platform_schedule() -> None:
     # With the jitter at its maximum the floors still dominate: 1, 5, 10, 20, 30 … 60,
-    # and the 10th rapid failure ends the session (§1.7.1: about 4.6 minutes).
+    # and the 10th rapid failure ends the session ("First connect of a session": about 4.6 minutes).
     policy = FirstConnectPolicy(random=const(0.999))
     now = 0.0
     delays = []

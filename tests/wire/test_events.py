@@ -1,4 +1,7 @@
-"""Unit tests for band_trio.wire.events: one test per validation rule of protocol.md §3."""
+"""Unit tests for band_trio.wire.events: one test per validation rule.
+
+Reference: docs/reference/protocol.rst (protocol, "Events and payloads").
+"""
 
 from __future__ import annotations
 
@@ -253,7 +256,7 @@ def test_message_attachments_must_be_an_array(bad: Any) -> None:
 
 @pytest.mark.parametrize("items", [[1], [None], ["f1", {"id": "f2"}]])
 def test_message_attachment_items_are_not_validated(items: list[Any]) -> None:
-    # protocol.md §3.6: band-sdk-core does not look inside the array.
+    # (protocol, "chat_room:<room_id>"): band-sdk-core does not look inside the array.
     ev = decode_event(f"chat_room:{ROOM}", "message_created", message_payload(attachments=items))
     assert isinstance(ev, MessageCreated)
     assert ev.attachments == tuple(items)
@@ -275,7 +278,7 @@ def test_message_delivery_status_and_delegation_kept() -> None:
 
 @pytest.mark.parametrize("value", ["delivered", [1], 7])
 def test_message_delivery_status_is_not_checked(value: Any) -> None:
-    # protocol.md §3.6: "delivery_status: opt, unchecked" - kept as sent.
+    # (protocol, "chat_room:<room_id>"): "delivery_status: opt, unchecked" - kept as sent.
     metadata = {"mentions": [], "delivery_status": value}
     ev = decode_event(f"chat_room:{ROOM}", "message_created", message_payload(metadata=metadata))
     assert isinstance(ev, MessageCreated)

@@ -1,6 +1,8 @@
 """Property tests for band_trio.wire.events.
 
-* Valid payloads (generated per protocol.md §3) decode, and re-encoding them
+Reference: docs/reference/protocol.rst.
+
+* Valid payloads (generated per (protocol, "Events and payloads")) decode, and re-encoding them
   gives a payload that decodes to the same object and keeps every key sent.
 * Mutated payloads (a key dropped, a type changed, a field nulled, junk keys
   added, the payload replaced) are either accepted or rejected with

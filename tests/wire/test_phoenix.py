@@ -1,4 +1,8 @@
-"""Unit tests for the sans-io Phoenix v2 core (protocol.md §1.3, §1.5, §1.6)."""
+"""Unit tests for the sans-io Phoenix v2 core.
+
+Reference: docs/reference/protocol.rst (protocol, "Phoenix Channels v2 framing";
+"Channel control frames"; "Heartbeat and liveness").
+"""
 
 from __future__ import annotations
 
