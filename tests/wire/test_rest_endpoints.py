@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from band_trio.wire import models as m
-from band_trio.wire.rest import RestClient
+from band_trio.wire.rest import RestClient, encode_query
 
 from .rest_mock import (
     ACTOR,
@@ -586,8 +586,6 @@ async def test_empty_id_is_refused_before_sending() -> None:
 
 
 def test_encode_query_rules() -> None:
-    from band_trio.wire.rest import encode_query
-
     assert encode_query(
         {"a": None, "b": True, "c": False, "d": ["x", "y"], "e": ("z",), "f": 3, "g": "s"}
     ) == {"b": "true", "c": "false", "d": "x,y", "e": "z", "f": "3", "g": "s"}
