@@ -25,12 +25,12 @@ connections the agent had open at once, and its TCP connects (churn).
 
 Usage::
 
-    uv run python benchmarks/bench_agents.py                   # the issue-3 suite
+    uv run python benchmarks/bench_agents.py                   # 20x20 and 200x5, both contenders
     uv run python benchmarks/bench_agents.py --rooms 20 --messages 20 --sdk band-trio
 
 Without ``--rooms``/``--messages`` it runs 20x20 and 200x5 for both contenders
-and prints the ratios (band-trio / band-sdk) against the targets of issue 3,
-item 15. Results go to ``benchmarks/results/<name>.json``. Linux only (/proc).
+and prints the ratios (band-trio / band-sdk) against the performance targets
+(``targets``). Results go to ``benchmarks/results/<name>.json``. Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -751,7 +751,8 @@ class Target:
 
 
 def targets(results: Sequence[RunResult]) -> list[Target]:
-    """The ratios of issue 3, item 15 (None where a run is missing)."""
+    """The performance targets: band-trio / band-sdk ratios and band-trio's HTTP
+    connection cap (None where a run is missing)."""
 
     def get(contender: str, rooms_n: int, messages_n: int) -> RunResult | None:
         for r in results:
@@ -782,7 +783,7 @@ def targets(results: Sequence[RunResult]) -> list[Target]:
 
 
 def print_targets(found: Sequence[Target], out: Any = sys.stdout) -> None:
-    print("\nIssue 3 item 15 targets", file=out)
+    print("\nPerformance targets", file=out)
     for t in found:
         sign = "<=" if t.at_most else ">="
         measured = "-" if t.measured is None else f"{t.measured:.2f}"
@@ -945,7 +946,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("inproc", "http"),
         default="inproc",
         help="how the human side posts the load: in this process (default) or over "
-        "the human REST API with 16 connections (the method of the runs before 07:00 UTC)",
+        "the human REST API with 16 connections (the poster then bounds the throughput)",
     )
     parser.add_argument(
         "--profile",

@@ -1,7 +1,7 @@
 """Frames decoded per second by band-trio's wire layer (no network).
 
-Measures, for a realistic ``message_created`` frame (protocol.md §3.9) and a
-few other events:
+Measures, for a realistic ``message_created`` frame (docs/reference/protocol.rst,
+"Example frames") and a few other events:
 
 * ``decode_frame``: JSON text -> Phoenix ``Frame``;
 * ``decode_event``: payload -> validated, typed event;

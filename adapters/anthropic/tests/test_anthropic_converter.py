@@ -1,5 +1,6 @@
-"""AnthropicHistoryConverter (tools_adapters.md §6, statements §9.94-§9.100, and
-the repairs of §10 items 6 and 7): examples, then Hypothesis properties that the
+"""AnthropicHistoryConverter (docs/reference/tools-and-adapters.rst: "Anthropic
+history converter", "Testable statements" 94-100, and the repairs of "Weak spots"
+6 and 7): examples, then Hypothesis properties that the
 output is always a valid Messages API conversation."""
 
 from __future__ import annotations
@@ -70,6 +71,22 @@ def event(kind: str, content: str = "something") -> HistoryItem:
     )
 
 
+def agent_tool_event(kind: str, call_id: str, *, own: bool) -> HistoryItem:
+    """A band_send_message tool event of this agent (``own``) or of another one."""
+    payload: dict[str, Any] = {"name": "band_send_message", "tool_call_id": call_id}
+    if kind == "tool_call":
+        payload["args"] = {"content": "I will handle it", "mentions": ["alice"]}
+    else:
+        payload["output"] = "sent"
+    return HistoryItem(
+        role="assistant" if own else "user",
+        content=json.dumps(payload),
+        sender_name="Claude" if own else "Bob-bot",
+        sender_type="Agent",
+        message_type=kind,
+    )
+
+
 def convert(*items: Any) -> list[dict[str, Any]]:
     return AnthropicHistoryConverter("Claude").convert(list(items))
 
@@ -87,7 +104,7 @@ def tool_use_block(call_id: str) -> dict[str, Any]:
 
 
 def test_consecutive_calls_and_results_are_batched() -> None:
-    """§9.94."""
+    """(tools and adapters, "Testable statements" 94)"""
     out = convert(said("hi"), call("t1"), call("t2"), result("t1"), result("t2"))
     assert out == [
         {"role": "user", "content": "[Alice]: hi"},
@@ -103,7 +120,7 @@ def test_consecutive_calls_and_results_are_batched() -> None:
 
 
 def test_is_error_appears_only_when_true() -> None:
-    """§9.95."""
+    """(tools and adapters, "Testable statements" 95)"""
     out = convert(
         said("hi"),
         call("t1"),
@@ -125,7 +142,8 @@ def test_non_string_outputs_are_json_text() -> None:
 
 
 def test_other_agents_speak_as_users_and_own_text_survives_without_tool_events() -> None:
-    """§9.96, §9.100; §10 item 6: own text is kept when no tool call stands for it."""
+    """(tools and adapters, "Testable statements" 96, 100; "Weak spots" 6): own text is
+    kept when no tool call stands for it."""
     out = convert(
         said("hi"),
         said("hello from a bot", "Bot2"),
@@ -146,6 +164,61 @@ def test_other_agents_speak_as_users_and_own_text_survives_without_tool_events()
     ]
 
 
+def test_another_agents_tool_events_are_not_own_tool_calls() -> None:
+    """The runtime gives role ``assistant`` only to this agent's own messages, and
+    own text is recognised by that role; tool events follow the same rule, or in
+    a room with two agents each model is told it made the other's calls (e.g.
+    that it already sent the other agent's reply)."""
+    items = [
+        said("who can help?"),
+        agent_tool_event("tool_call", "toolu_bob", own=False),
+        HistoryItem(
+            role="user",
+            content="I will handle it",
+            sender_name="Bob-bot",
+            sender_type="Agent",
+        ),
+        agent_tool_event("tool_result", "toolu_bob", own=False),
+    ]
+    out = AnthropicHistoryConverter("Claude").convert(items)
+    assert out == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[Alice]: who can help?"},
+                {"type": "text", "text": "[Bob-bot]: I will handle it"},
+            ],
+        }
+    ]
+
+
+def test_own_tool_events_next_to_another_agents_pair_as_usual() -> None:
+    items = [
+        said("go"),
+        agent_tool_event("tool_call", "toolu_own", own=True),
+        agent_tool_event("tool_call", "toolu_bob", own=False),
+        agent_tool_event("tool_result", "toolu_bob", own=False),
+        agent_tool_event("tool_result", "toolu_own", own=True),
+    ]
+    out = AnthropicHistoryConverter("Claude").convert(items)
+    uses = [
+        b["id"]
+        for m in out
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_use"
+    ]
+    results = [
+        b["tool_use_id"]
+        for m in out
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
+    assert uses == ["toolu_own"]
+    assert results == ["toolu_own"]
+
+
 def test_own_text_posted_by_an_open_call_is_dropped() -> None:
     """The reply a band_send_message call posted sits between the call and its
     result in the room: the call stands for it."""
@@ -164,7 +237,7 @@ def test_own_text_posted_by_an_open_call_is_dropped() -> None:
 
 
 def test_a_call_without_result_gets_an_interrupted_result() -> None:
-    """§9.97."""
+    """(tools and adapters, "Testable statements" 97)"""
     out = convert(said("hi"), call("t1"))
     assert out[-1] == {
         "role": "user",
@@ -180,7 +253,8 @@ def test_a_call_without_result_gets_an_interrupted_result() -> None:
 
 
 def test_text_between_a_call_and_its_result_moves_after_the_result() -> None:
-    """§9.98 deliberately differs (§10 item 7): no synthetic result, no duplicate id."""
+    """(tools and adapters, "Testable statements" 98) deliberately differs ("Weak spots"
+    7): no synthetic result, no duplicate id."""
     out = convert(said("hi"), call("t1"), said("meanwhile", "Bob"), result("t1"))
     assert out[1:] == [
         {"role": "assistant", "content": [tool_use_block("t1")]},
@@ -208,7 +282,8 @@ def test_text_after_a_call_that_never_got_a_result_follows_the_synthetic_one() -
 
 
 def test_events_that_are_not_conversation_are_ignored() -> None:
-    """§9.99 (first half): they do not even split a batch."""
+    """(tools and adapters, "Testable statements" 99, first half): they do not even split a
+    batch."""
     out = convert(
         said("hi"),
         call("t1"),
@@ -224,7 +299,7 @@ def test_events_that_are_not_conversation_are_ignored() -> None:
 
 
 def test_malformed_tool_events_are_skipped() -> None:
-    """§9.99 (second half)."""
+    """(tools and adapters, "Testable statements" 99, second half)"""
     bad = [
         event("tool_call", "not json"),
         event("tool_call", "[1, 2]"),
@@ -243,7 +318,7 @@ def test_malformed_tool_events_are_skipped() -> None:
 
 
 def test_orphan_and_repeated_results_and_repeated_call_ids_are_skipped() -> None:
-    """§10 item 7: the API would refuse them."""
+    """(tools and adapters, "Weak spots" 7): the API would refuse them."""
     out = convert(
         said("hi"),
         result("t0"),

@@ -1,5 +1,6 @@
-"""The adapter's turn loop (tools_adapters.md §5, statements §9.76-§9.93) with the
-real anthropic client against the local stub, and FakeAgentTools for the room."""
+"""The adapter's turn loop (docs/reference/tools-and-adapters.rst: "Anthropic
+adapter", "Testable statements" 76-93) with the real anthropic client against the
+local stub, and FakeAgentTools for the room."""
 
 from __future__ import annotations
 
@@ -96,8 +97,9 @@ SEND = {"content": "hi Alice", "mentions": ["user-1"]}
 async def test_a_plain_text_answer_posts_nothing_and_is_kept_as_assistant_text(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.77, §9.78: the system prompt is the ``system`` parameter; text alone reaches
-    nobody (no reply effect: the runtime judges a missing reply)."""
+    """(tools and adapters, "Testable statements" 77, 78): the system prompt is the
+    ``system`` parameter; text alone reaches nobody (no reply effect: the runtime judges
+    a missing reply)."""
     anthropic_stub.push(message(text("Hello!")))
     adapter = await started(anthropic_client)
     tools = FakeAgentTools()
@@ -120,8 +122,9 @@ async def test_a_plain_text_answer_posts_nothing_and_is_kept_as_assistant_text(
 async def test_tool_use_runs_the_tool_and_feeds_the_result_back(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.79, §9.85, §9.89: two calls; the second ends with the assistant tool_use
-    and the user tool_result; tool events share the call id; usage is summed."""
+    """(tools and adapters, "Testable statements" 79, 85, 89): two calls; the second ends
+    with the assistant tool_use and the user tool_result; tool events share the call id;
+    usage is summed."""
     anthropic_stub.push(
         message(tool_use("toolu_1", "band_send_message", SEND), usage=(100, 20), cache_read=7),
         message(text("done"), usage=(130, 8), cache_write=3),
@@ -166,7 +169,7 @@ async def test_tool_use_runs_the_tool_and_feeds_the_result_back(
 async def test_several_tool_uses_run_in_order_and_answer_in_one_message(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.80."""
+    """(tools and adapters, "Testable statements" 80)"""
     anthropic_stub.push(
         message(
             text("let me look"),
@@ -191,7 +194,7 @@ async def test_several_tool_uses_run_in_order_and_answer_in_one_message(
 async def test_band_no_reply_ends_the_loop_without_another_call(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.81."""
+    """(tools and adapters, "Testable statements" 81)"""
     anthropic_stub.push(message(tool_use("toolu_1", "band_no_reply", {})))
     adapter = await started(anthropic_client)
     tools = FakeAgentTools()
@@ -208,7 +211,8 @@ async def test_band_no_reply_ends_the_loop_without_another_call(
 async def test_band_no_reply_next_to_a_failed_call_continues(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.82: a sibling call failed, so the model gets to see that."""
+    """(tools and adapters, "Testable statements" 82): a sibling call failed, so the model
+    gets to see that."""
     anthropic_stub.push(
         message(
             tool_use("toolu_1", "band_send_message", {"content": "hi", "mentions": []}),
@@ -230,8 +234,9 @@ async def test_band_no_reply_next_to_a_failed_call_continues(
 async def test_every_failed_tool_call_is_fed_back_with_is_error(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.83 deliberately differs (§10 item 2): invalid arguments, unknown tools,
-    refusals and raised errors all reach the model with ``is_error: true``."""
+    """(tools and adapters, "Testable statements" 83) deliberately differs ("Weak spots"
+    2): invalid arguments, unknown tools, refusals and raised errors all reach the model
+    with ``is_error: true``."""
     tools = FakeAgentTools()
     tools.fail_next("band_get_participants", RuntimeError("platform down"))
     anthropic_stub.push(
@@ -258,7 +263,7 @@ async def test_every_failed_tool_call_is_fed_back_with_is_error(
 async def test_a_turn_stops_after_max_tool_rounds(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§10 item 8: a model that keeps calling tools is cut off."""
+    """(tools and adapters, "Weak spots" 8): a model that keeps calling tools is cut off."""
     rounds = iter(range(100))
 
     def keep_looking(_body: dict[str, Any]) -> Reply:
@@ -278,7 +283,7 @@ async def test_a_turn_stops_after_max_tool_rounds(
 async def test_a_tool_use_cut_off_by_max_tokens_is_not_run(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.90."""
+    """(tools and adapters, "Testable statements" 90)"""
     anthropic_stub.push(
         message(
             text("I will send"),
@@ -301,7 +306,7 @@ async def test_a_tool_use_cut_off_by_max_tokens_is_not_run(
 async def test_bootstrap_history_then_system_lines_then_the_message(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.76."""
+    """(tools and adapters, "Testable statements" 76)"""
     anthropic_stub.push(message(tool_use("toolu_1", "band_no_reply", {})))
     adapter = await started(anthropic_client)
     history = [{"role": "user", "content": "[Bob]: earlier"}]
@@ -324,7 +329,7 @@ async def test_bootstrap_history_then_system_lines_then_the_message(
 async def test_history_is_kept_per_room_and_dropped_on_cleanup(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.92, §5.2."""
+    """(tools and adapters, "Testable statements" 92; "State")"""
     anthropic_stub.push(*[message(text(f"answer {i}")) for i in range(4)])
     adapter = await started(anthropic_client)
     tools = FakeAgentTools()
@@ -374,7 +379,8 @@ async def test_old_messages_are_trimmed_at_a_user_turn(
 async def test_tool_filters_and_capabilities_shape_the_offered_tools(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.91 deliberately differs (§10 item 1): filters are honoured."""
+    """(tools and adapters, "Testable statements" 91) deliberately differs ("Weak spots"
+    1): filters are honoured."""
     anthropic_stub.push(message(text("x")))
     adapter = await started(
         anthropic_client,
@@ -398,7 +404,7 @@ async def test_tool_filters_and_capabilities_shape_the_offered_tools(
 async def test_a_custom_tool_is_offered_last_and_run(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.84 (with band-trio's CustomTools)."""
+    """(tools and adapters, "Testable statements" 84), with band-trio's CustomTools."""
     custom = CustomTools()
     seen: list[str] = []
 
@@ -434,7 +440,7 @@ async def test_a_custom_tool_is_offered_last_and_run(
 async def test_an_image_file_becomes_image_blocks(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.86."""
+    """(tools and adapters, "Testable statements" 86)"""
     image = {"content": [{"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]}
     tools = FakeAgentTools(tool_results={"band_read_room_file": image})
     anthropic_stub.push(
@@ -471,7 +477,7 @@ async def test_emit_flags_choose_the_events(
     emit: Any,
     kinds: list[str],
 ) -> None:
-    """§9.59, §3.3."""
+    """(tools and adapters, "Testable statements" 59; "Event shapes the two adapters post")"""
     anthropic_stub.push(
         message(tool_use("toolu_1", "band_send_message", SEND)), message(text("ok"))
     )
@@ -500,8 +506,9 @@ async def test_a_provider_error_is_reported_once_then_reraised(
     kind: str,
     exc_type: type[Exception],
 ) -> None:
-    """§9.88, §9.89 (second half), §10 item 11: the room sees the generic text and
-    the status; the provider's own message stays in the logs."""
+    """(tools and adapters, "Testable statements" 88, 89 second half; "Weak spots" 11): the
+    room sees the generic text and the status; the provider's own message stays in the
+    logs."""
     anthropic_stub.push(
         message(tool_use("toolu_1", "band_get_participants", {}), usage=(100, 20)),
         error(status, kind, "secret provider detail sk-ant-xyz"),
@@ -547,7 +554,8 @@ async def test_an_unreachable_provider_is_reported_without_a_code(
 async def test_a_retried_message_is_not_appended_twice(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§10 item 9: after a failed attempt the retry starts from the same place."""
+    """(tools and adapters, "Weak spots" 9): after a failed attempt the retry starts from
+    the same place."""
     anthropic_stub.push(
         message(tool_use("toolu_1", "band_get_participants", {})),
         error(500, "api_error", "boom"),
@@ -561,6 +569,34 @@ async def test_a_retried_message_is_not_appended_twice(
         {"role": "user", "content": "[System]: ## Current Participants"},
         {"role": "user", "content": "[Alice]: hello"},
     ]
+
+
+async def test_a_cancelled_retry_keeps_the_retry_point(
+    anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    """(tools and adapters, "Weak spots" 9): a retry of a failed message that is
+    itself cancelled (a turn timeout) does not make the next retry add the message a
+    second time."""
+    anthropic_stub.push(
+        error(529, "overloaded_error", "overloaded"),
+        HANG,
+        message(tool_use("toolu_1", "band_no_reply", {})),
+    )
+    adapter = await started(anthropic_client)
+    with trio.fail_after(20):
+        # attempt 1: the provider fails
+        with pytest.raises(anthropic.APIStatusError):
+            await run_turn(adapter, FakeAgentTools())
+        # attempt 2: the turn is cancelled while the model call is in flight
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_turn, adapter, FakeAgentTools())
+            await anthropic_stub.wait_for_requests(2)
+            nursery.cancel_scope.cancel()
+        assert nursery.cancel_scope.cancelled_caught
+        # attempt 3: the message is in the conversation once
+        await run_turn(adapter, FakeAgentTools())
+    expected = [{"role": "user", "content": "[Alice]: hello"}]
+    assert [r["messages"] for r in anthropic_stub.bodies] == [expected] * 3
 
 
 # ---------------------------------------------------------------- cancellation
@@ -597,7 +633,8 @@ async def test_cancellation_propagates_posts_no_usage_and_keeps_no_partial_turn(
 async def test_a_failed_event_post_does_not_change_the_tool_result(
     anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
-    """§9.85 (second half): event posts are best-effort."""
+    """(tools and adapters, "Testable statements" 85, second half): event posts are best-
+    effort."""
     tools = FakeAgentTools()
     tools.fail_next("band_send_event", RuntimeError("events are down"), times=2)
     anthropic_stub.push(
