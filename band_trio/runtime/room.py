@@ -38,12 +38,9 @@ is marked failed after ``AgentConfig.max_attempts`` and stepped past.
 from __future__ import annotations
 
 import logging
-import random
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import Final
 
-import attrs
 import trio
 
 from band_trio.errors import (
@@ -51,49 +48,44 @@ from band_trio.errors import (
     HistoryConversionError,
     InputNotAccepted,
     InvalidEventError,
-    NotFoundError,
     RoomExecutionStoppedError,
-    UnprocessableEntityError,
 )
 from band_trio.runtime import admission, settlement
 from band_trio.runtime.activity import ActivityReporter
-from band_trio.runtime.admission import Admission, ReplyCheck, ReplyLookups
-from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.admission import Admission, ReplyCheck
 from band_trio.runtime.drain import DrainPass, DrainStep, MessageOutcome, deferred_after
 from band_trio.runtime.drain_schedule import DrainSchedule
-from band_trio.runtime.history import HistoryWindow, to_history_items
-from band_trio.runtime.ledger import Attempt, Claim, ClaimsLedger, Refusal
-from band_trio.runtime.replies import ReplyLookupIncomplete, find_landed_reply
+from band_trio.runtime.hydration import load_history
+from band_trio.runtime.ledger import Attempt, Claim, Refusal
+from band_trio.runtime.reply_recovery import ReplyRecovery
 from band_trio.runtime.rest_messages import event_from_rest
-from band_trio.runtime.room_rest import RoomRest, RuntimeRest
+from band_trio.runtime.room_rest import RoomRest
+from band_trio.runtime.room_services import (
+    ParticipantCallback,
+    RoomCounters,
+    RoomServices,
+    RoomStatistics,
+    ToolsFactory,
+)
 from band_trio.runtime.roster import Roster, RosterSnapshot, render_participants_msg
 from band_trio.runtime.running_turn import RunningTurn
 from band_trio.runtime.schedule import ReconcileOutcome
-from band_trio.runtime.settlement import (
-    Abort,
-    Acknowledge,
-    ErrorNotice,
-    FailForGood,
-    MarkFailed,
-    PostErrorEvent,
-    Settlement,
-    TurnEnd,
-)
+from band_trio.runtime.settlement import Abort, ErrorNotice, TurnEnd
+from band_trio.runtime.settler import Settler
 from band_trio.runtime.types import (
     AgentToolsProtocol,
-    FrameworkAdapter,
     HistoryProvider,
     PlatformMessage,
-    Preprocessor,
     TurnContext,
     TurnVerdict,
 )
 from band_trio.wire.events import MessageCreated, ParticipantAdded, ParticipantRemoved
-from band_trio.wire.models import ChatMessage, ChatParticipant
+from band_trio.wire.models import ChatMessage
 
 __all__ = [
     "ERROR_EVENT_TEXT",
     "MISSING_REPLY_TEXT",
+    "ParticipantCallback",
     "Room",
     "RoomServices",
     "RoomStatistics",
@@ -117,99 +109,11 @@ _MAX_SYSTEM_LINES: Final = 100
 _MAX_SYNTHETIC: Final = 1000
 """Synthetic (contacts hub) messages queued in a room; oldest dropped."""
 
-_MAX_REPLY_LOOKUP_PAGES: Final = 100
-"""Context pages read at most to find a reply with unknown outcome."""
-
 _PARTICIPANT_CALLBACK_TIMEOUT: Final = 10.0
 """Seconds a participant callback may hold its room's worker before it is cancelled."""
 
-ParticipantCallback = Callable[[str, Any], Awaitable[None]]
-"""``on_participant_added`` / ``on_participant_removed``: ``(room_id, event)``."""
-
 _SCAN_PAGE_SIZE: Final = 100
 _SCAN_MAX_PAGES: Final = 50
-
-
-class ToolsFactory(Protocol):
-    """Builds the room-bound tools of one turn."""
-
-    def __call__(
-        self, room_id: str, participants: Sequence[ChatParticipant], hooks: RunningTurn
-    ) -> AgentToolsProtocol: ...
-
-
-@attrs.define(kw_only=True)
-class RoomServices:
-    """What every room of one agent shares (built once by the engine).
-
-    Attributes:
-        agent_id: the agent's id (own messages are ignored).
-        rest: the REST endpoints the rooms (and the engine's room listing) use.
-        ledger: the agent's claims ledger.
-        adapter: the framework adapter.
-        preprocessor: turns events into adapter inputs.
-        config: the runtime knobs.
-        make_tools: builds one turn's tools.
-        rng: randomness for the jittered first reconcile (seedable in tests).
-        hub_room_id: the contacts hub room, when there is one (no activity
-            reports there).
-        on_participant_added: awaited with ``(room_id, ParticipantAdded)``
-            after the roster took the event, so the callback sees the new
-            participant in the room's roster.
-        on_participant_removed: awaited with ``(room_id, ParticipantRemoved)``
-            after the roster dropped the participant.
-    """
-
-    agent_id: str
-    rest: RuntimeRest
-    ledger: ClaimsLedger
-    adapter: FrameworkAdapter
-    preprocessor: Preprocessor
-    config: AgentConfig
-    make_tools: ToolsFactory
-    rng: random.Random = attrs.field(factory=random.Random)
-    hub_room_id: Callable[[], str | None] = lambda: None
-    on_participant_added: ParticipantCallback | None = None
-    on_participant_removed: ParticipantCallback | None = None
-
-
-@attrs.frozen
-class RoomStatistics:
-    """A snapshot of one room's counters.
-
-    Attributes:
-        room_id: the room.
-        turns: turns started (the adapter was called or about to be).
-        completed: turns whose message ended processed.
-        failures: turns that failed (adapter raised, timed out).
-        failed_for_good: messages marked failed after their last attempt.
-        interrupted: turns cancelled by an interrupt.
-        overflows: events the dispatcher could not queue (the room resynced instead).
-        resyncs: reconcile passes (``/next`` drains) run.
-        skipped: messages not run (own, duplicate, already processed, failed for good).
-        inbox_depth: events waiting in the inbox now.
-        inbox_capacity: the inbox bound.
-        stopped: the room is paused by a ``stop`` control.
-        turn_running: a turn is in progress now.
-        replies_recovered: messages found already answered on the platform after
-            a reply post with no known outcome (acked, not run again).
-    """
-
-    room_id: str
-    turns: int
-    completed: int
-    failures: int
-    failed_for_good: int
-    interrupted: int
-    overflows: int
-    resyncs: int
-    skipped: int
-    inbox_depth: int
-    inbox_capacity: int
-    stopped: bool
-    turn_running: bool
-    replies_recovered: int = 0
-
 
 _ERROR_TEXTS: Final = {
     ErrorNotice.TURN_FAILED: ERROR_EVENT_TEXT,
@@ -261,18 +165,23 @@ class Room:
         self._parked = trio.Event()
         self._system_lines: deque[str] = deque(maxlen=_MAX_SYSTEM_LINES)
         self._synthetic: deque[PlatformMessage] = deque(maxlen=_MAX_SYNTHETIC)
-        self._reply_lookups = ReplyLookups()
+        self._replies = ReplyRecovery(
+            room_id=room_id,
+            agent_id=services.agent_id,
+            rest=services.rest,
+            ledger=services.ledger,
+            page_size=services.config.history_page_size,
+        )
         self._activity = ActivityReporter(room_id, services.rest, services.config)
-        # counters
-        self._turns = 0
-        self._completed = 0
-        self._failures = 0
-        self._failed_for_good = 0
-        self._interrupted = 0
-        self._overflows = 0
-        self._resyncs = 0
-        self._skipped = 0
-        self._replies_recovered = 0
+        self._counts = RoomCounters()
+        self._settler = Settler(
+            room_id=room_id,
+            rest=services.rest,
+            ledger=services.ledger,
+            config=services.config,
+            counters=self._counts,
+            error_texts=_ERROR_TEXTS,
+        )
 
     def __repr__(self) -> str:
         return f"Room({self.room_id!r})"
@@ -289,7 +198,7 @@ class Room:
         try:
             self._inbox_send.send_nowait(item)
         except trio.WouldBlock:
-            self._overflows += 1
+            self._counts.overflows += 1
             self._resync_requested = True
             self._roster_stale = True
             logger.warning(
@@ -385,21 +294,22 @@ class Room:
 
     def statistics(self) -> RoomStatistics:
         """The room's counters now."""
+        counts = self._counts
         return RoomStatistics(
             room_id=self.room_id,
-            turns=self._turns,
-            completed=self._completed,
-            failures=self._failures,
-            failed_for_good=self._failed_for_good,
-            interrupted=self._interrupted,
-            overflows=self._overflows,
-            resyncs=self._resyncs,
-            skipped=self._skipped,
+            turns=counts.turns,
+            completed=counts.completed,
+            failures=counts.failures,
+            failed_for_good=counts.failed_for_good,
+            interrupted=counts.interrupted,
+            overflows=counts.overflows,
+            resyncs=counts.resyncs,
+            skipped=counts.skipped,
             inbox_depth=self._inbox_send.statistics().current_buffer_used,
             inbox_capacity=self._capacity,
             stopped=self._stopped,
             turn_running=self._turn is not None,
-            replies_recovered=self._replies_recovered,
+            replies_recovered=self._replies.recovered,
         )
 
     def _kick(self) -> None:
@@ -479,7 +389,7 @@ class Room:
             await self._participant_callback(self._svc.on_participant_removed, item)
         elif isinstance(item, MessageCreated):
             if admission.is_own_message(item.sender_type, item.sender_id, self._svc.agent_id):
-                self._skipped += 1  # own echo: never a turn, no REST call
+                self._counts.skipped += 1  # own echo: never a turn, no REST call
                 return
             if self._stopped:
                 return  # left on the platform; /next replays it after play
@@ -531,7 +441,7 @@ class Room:
 
     async def _reconcile(self) -> None:
         assert self._schedule is not None
-        self._resyncs += 1
+        self._counts.resyncs += 1
         result = ReconcileOutcome.RETRY
         try:
             if self._stopped:
@@ -546,7 +456,7 @@ class Room:
             if self._roster_stale:
                 await self._refresh_roster()
             for message_id in self._ledger.pending_acks(self.room_id):
-                if not await self._ack(message_id):
+                if not await self._settler.ack(message_id):
                     result = ReconcileOutcome.RETRY
                     return
             result = await self._drain()
@@ -612,7 +522,7 @@ class Room:
                 exc.reason,
             )
             self._ledger.mark_failed_final(self.room_id, msg.id)
-            self._skipped += 1
+            self._counts.skipped += 1
             return MessageOutcome.SKIPPED
         return await self._process(ev)
 
@@ -625,7 +535,7 @@ class Room:
             paused=self._stopped or self._fenced,
         )
         if decision is Admission.SKIP:
-            self._skipped += 1
+            self._counts.skipped += 1
             return MessageOutcome.SKIPPED
         if decision is Admission.PAUSE:
             return MessageOutcome.PAUSED
@@ -635,29 +545,29 @@ class Room:
             if decision is Admission.ACK_ONLY:
                 # The turn already ran (a reply was journaled, or it completed):
                 # only the processed mark is owed, never a second run.
-                return await self._ack_outcome(ev.id)
+                return await self._settler.ack_outcome(ev.id)
             if decision is Admission.RETRY:
                 return MessageOutcome.RETRY
-            self._skipped += 1
+            self._counts.skipped += 1
             return MessageOutcome.SKIPPED
         try:
             decision = admission.after_claim(
                 processed=admission.processed_on_platform(
                     ev.metadata.delivery_status, self._svc.agent_id
                 ),
-                open_reply_intents=bool(ledger.reply_intents(self.room_id, ev.id)),
+                open_reply_intents=self._replies.owed(ev.id),
             )
             if decision is Admission.MARK_COMPLETED:
                 ledger.mark_completed(self.room_id, ev.id)
-                self._skipped += 1
+                self._counts.skipped += 1
                 return MessageOutcome.SKIPPED
             if decision is Admission.CHECK_REPLY:
-                decision = admission.after_reply_check(await self._reconcile_reply(ev))
+                decision = admission.after_reply_check(await self._replies.check(ev))
                 if decision is Admission.RETRY:
                     return MessageOutcome.RETRY
                 if decision is Admission.ACK_ONLY:
                     # An earlier post did land: the turn answered; only ack it.
-                    return await self._ack_outcome(ev.id)
+                    return await self._settler.ack_outcome(ev.id)
             attempt = ledger.record_attempt(claim)
             if admission.before_run(attempt) is Admission.FAIL_EXHAUSTED:
                 logger.warning(
@@ -666,69 +576,10 @@ class Room:
                     ev.id,
                     attempt.max_attempts,
                 )
-                return await self._carry_out(ev.id, settlement.settle_exhausted())
+                return await self._settler.carry_out(ev.id, settlement.settle_exhausted())
             return await self._run_turn(ev, claim, attempt)
         finally:
             ledger.release(claim)
-
-    async def _reconcile_reply(self, ev: MessageCreated) -> ReplyCheck:
-        """A reply to ``ev`` was posted without a known outcome: find out
-        whether the platform stored it before the message runs again.
-
-        LANDED: it is there, journaled as sent (the message is only acked).
-        ABSENT: it is not; the intents are cleared and the message runs.
-        UNKNOWN: the lookup failed; try again later. After a few failed
-        lookups (:class:`~band_trio.runtime.admission.ReplyLookups`), or when
-        the room's context is too long to read, the message runs again:
-        answering twice is better than never answering.
-        """
-        ledger = self._ledger
-        digests = ledger.reply_intents(self.room_id, ev.id)
-        try:
-            landed = await find_landed_reply(
-                self._rest,
-                room_id=self.room_id,
-                agent_id=self._svc.agent_id,
-                trigger=ev,
-                digests=digests,
-                known=ledger.known_replies(self.room_id),
-                page_size=self._config.history_page_size,
-                max_pages=_MAX_REPLY_LOOKUP_PAGES,
-            )
-        except BandError as exc:
-            if self._reply_lookups.failed(ev.id) is ReplyCheck.UNKNOWN:
-                logger.warning(
-                    "room %s: could not check whether a reply to %s landed (%d): %s",
-                    self.room_id,
-                    ev.id,
-                    self._reply_lookups.failures(ev.id),
-                    exc,
-                )
-                return ReplyCheck.UNKNOWN
-            logger.error(
-                "room %s: gave up checking whether a reply to %s landed; running it again",
-                self.room_id,
-                ev.id,
-            )
-            landed = None
-        except ReplyLookupIncomplete as exc:
-            logger.error("room %s: %s; running %s again", self.room_id, exc, ev.id)
-            landed = None
-        self._reply_lookups.settled(ev.id)
-        if landed is None:
-            ledger.clear_reply_intents(self.room_id, ev.id)
-            return ReplyCheck.ABSENT
-        logger.info(
-            "room %s: the reply to %s had landed (%s); acking without a second run",
-            self.room_id,
-            ev.id,
-            landed,
-        )
-        # Journaled, hence accounted for: never the lost reply of another message.
-        ledger.reply_sent(self.room_id, ev.id, landed)
-        ledger.clear_reply_intents(self.room_id, ev.id)
-        self._replies_recovered += 1
-        return ReplyCheck.LANDED
 
     async def _run_turn(self, ev: MessageCreated, claim: Claim, attempt: Attempt) -> MessageOutcome:
         ledger = self._ledger
@@ -740,7 +591,14 @@ class Room:
                 await self._refresh_roster()
             history = HistoryProvider()
             if self._bootstrap and self._config.enable_context_hydration:
-                history = await self._load_history(ev.id)
+                history = await load_history(
+                    self._rest,
+                    room_id=self.room_id,
+                    trigger_id=ev.id,
+                    roster=self._roster,
+                    agent_id=self._svc.agent_id,
+                    config=self._config,
+                )
             if self._stopped or self._fenced:
                 return MessageOutcome.PAUSED
             try:
@@ -759,7 +617,7 @@ class Room:
                 room_id=self.room_id, message_id=ev.id, attempt=attempt, ledger=ledger
             )
             self._turn = turn
-            self._turns += 1
+            self._counts.turns += 1
             logger.debug(
                 "room %s: turn for %s (attempt %d of %d)",
                 self.room_id,
@@ -777,15 +635,21 @@ class Room:
             charged = settlement.charges_attempt(end)
             if (
                 settlement.may_have_replied(end)
-                and ledger.reply_intents(self.room_id, ev.id)
-                and await self._reconcile_reply(ev) is ReplyCheck.LANDED
+                and self._replies.owed(ev.id)
+                and await self._replies.check(ev) is ReplyCheck.LANDED
             ):
                 # The turn failed around a reply post with no known outcome,
                 # and that reply is on the platform: the message was answered.
                 # Ack it rather than fail it (and never tell the room that
                 # nothing reached it).
                 end, error = TurnEnd.SUCCESS, None
-            return await self._settle(turn, ev.id, end, error)
+            return await self._settler.settle_turn(
+                ev.id,
+                end,
+                attempt=attempt,
+                error=error,
+                failure_reported=turn.ledger.reported,
+            )
         finally:
             # Interrupts, stops, refused claims and cancellation do not use up
             # an attempt: the message was not given a fair run.
@@ -843,7 +707,7 @@ class Room:
             synthetic=True,
         )
         self._turn = turn
-        self._turns += 1
+        self._counts.turns += 1
         try:
             with trio.CancelScope() as scope:
                 turn.scope = scope
@@ -858,7 +722,7 @@ class Room:
                     self._schedule.after(ReconcileOutcome.RETRY, trio.current_time())
                     return
                 except Exception:
-                    self._failures += 1
+                    self._counts.failures += 1
                     logger.exception("room %s: synthetic turn %s failed", self.room_id, message.id)
             if scope.cancelled_caught and turn.aborted is Abort.STOP:
                 return  # stopped: replayed after play
@@ -867,7 +731,7 @@ class Room:
             turn.done.set()
         if self._synthetic and self._synthetic[0] is message:
             self._synthetic.popleft()
-            self._completed += 1
+            self._counts.completed += 1
 
     async def _invoke(
         self, turn: RunningTurn, ev: MessageCreated | PlatformMessage, history: HistoryProvider
@@ -914,134 +778,6 @@ class Room:
         for _ in range(min(delivered_lines, len(self._system_lines))):
             self._system_lines.popleft()
 
-    # ------------------------------------------------------------------ settlement
-
-    async def _settle(
-        self, turn: RunningTurn, message_id: str, end: TurnEnd, error: Exception | None
-    ) -> MessageOutcome:
-        logger.debug("room %s: turn for %s ended: %s", self.room_id, message_id, end.value)
-        decided = settlement.settle(
-            end,
-            attempt=turn.attempt,
-            error_name=type(error).__name__ if error is not None else None,
-            report_failures=self._config.report_turn_failures,
-            failure_reported=turn.ledger.reported,
-        )
-        if end is TurnEnd.INTERRUPTED:
-            logger.info("room %s: turn for %s interrupted", self.room_id, message_id)
-        elif end is TurnEnd.STOPPED:
-            logger.info("room %s: turn for %s stopped; left processing", self.room_id, message_id)
-        elif end is TurnEnd.NOT_ACCEPTED:
-            logger.info(
-                "room %s: adapter did not accept %s; retrying later", self.room_id, message_id
-            )
-        elif end is TurnEnd.MISSING_REPLY:
-            logger.warning("room %s: turn for %s ended without a reply", self.room_id, message_id)
-        elif end is TurnEnd.TIMEOUT:
-            logger.warning(
-                "room %s: turn for %s timed out after %ss",
-                self.room_id,
-                message_id,
-                self._config.turn_timeout,
-            )
-        elif end is TurnEnd.ERROR:
-            logger.error(
-                "room %s: turn for %s failed (attempt %d of %d)",
-                self.room_id,
-                message_id,
-                turn.attempt.number,
-                turn.attempt.max_attempts,
-                exc_info=error,
-            )
-        return await self._carry_out(message_id, decided)
-
-    async def _carry_out(self, message_id: str, decided: Settlement) -> MessageOutcome:
-        """Execute a settlement's actions in order; return the message's outcome."""
-        if decided.failure:
-            self._failures += 1
-        if decided.interrupted:
-            self._interrupted += 1
-        for action in decided.actions:
-            if isinstance(action, Acknowledge):
-                # Recorded before the write, with no await in between.
-                self._ledger.mark_ack_pending(self.room_id, message_id)
-                if not await self._ack(message_id):
-                    return MessageOutcome.RETRY
-            elif isinstance(action, MarkFailed):
-                await self._mark_failed(message_id, action.label, claim_first=action.claim_first)
-            elif isinstance(action, FailForGood):
-                self._failed_for_good += 1
-                self._ledger.mark_failed_final(self.room_id, message_id)
-            elif isinstance(action, PostErrorEvent):
-                await self._post_error_event(_ERROR_TEXTS[action.notice])
-        return decided.outcome
-
-    async def _mark_failed(self, message_id: str, label: str, *, claim_first: bool) -> None:
-        try:
-            if claim_first:
-                await self._rest.mark_processing(self.room_id, message_id)
-            await self._rest.mark_failed(self.room_id, message_id, label)
-        except BandError as exc:
-            logger.warning("room %s: could not mark %s failed: %s", self.room_id, message_id, exc)
-
-    async def _post_error_event(self, text: str) -> None:
-        """Post one generic ``error`` event (never the exception text)."""
-        metadata = {
-            "failure": {"provider": "band-runtime", "code": None, "message": text, "detail": None}
-        }
-        try:
-            await self._rest.send_event(self.room_id, text, "error", metadata)
-        except BandError as exc:
-            logger.warning("room %s: could not post the error event: %s", self.room_id, exc)
-
-    async def _ack_outcome(self, message_id: str) -> MessageOutcome:
-        return MessageOutcome.ADVANCED if await self._ack(message_id) else MessageOutcome.RETRY
-
-    async def _ack(self, message_id: str) -> bool:
-        """Mark a completed message processed; True when that is settled.
-
-        Outcomes: accepted → completed; not found → the message is gone,
-        completed; rejected (422, no active attempt) → claim again and mark
-        processed (never re-running the turn); stopped (204) or unconfirmed
-        (anything else) → stays ack-pending for the next reconcile, until
-        :func:`~band_trio.runtime.settlement.gives_up_ack` says otherwise.
-        """
-        rest = self._rest
-        ledger = self._ledger
-        try:
-            try:
-                await rest.mark_processed(self.room_id, message_id)
-            except UnprocessableEntityError:
-                await rest.mark_processing(self.room_id, message_id)
-                await rest.mark_processed(self.room_id, message_id)
-        except NotFoundError:
-            logger.info("room %s: message %s is gone; counting it done", self.room_id, message_id)
-        except RoomExecutionStoppedError:
-            return False
-        except BandError as exc:
-            failures = ledger.note_ack_failure(self.room_id, message_id)
-            if not settlement.gives_up_ack(
-                retryable=exc.retryable, failures=failures, max_attempts=ledger.max_attempts
-            ):
-                logger.warning(
-                    "room %s: processed mark for %s unconfirmed (%d): %s",
-                    self.room_id,
-                    message_id,
-                    failures,
-                    exc,
-                )
-                return False
-            logger.error(
-                "room %s: giving up the processed mark for %s after %d tries: %s",
-                self.room_id,
-                message_id,
-                failures,
-                exc,
-            )
-        ledger.mark_completed(self.room_id, message_id)
-        self._completed += 1
-        return True
-
     # ------------------------------------------------------------------ hydration
 
     async def _refresh_roster(self) -> None:
@@ -1054,37 +790,3 @@ class Room:
             logger.warning("room %s: could not load participants: %s", self.room_id, exc)
             return
         self._roster_stale = False
-
-    async def _load_history(self, trigger_id: str) -> HistoryProvider:
-        """The newest context messages strictly before the trigger, oldest first.
-
-        The context endpoint pages oldest first, so pages are read in order up
-        to the trigger while a sliding window keeps only the newest
-        ``max_history_messages`` (bounded memory). A failure yields an empty
-        history (a warning is logged) and the turn goes on.
-        """
-        cfg = self._config
-        if cfg.max_history_messages == 0:
-            return HistoryProvider()
-        rest = self._rest
-        window = HistoryWindow(trigger_id=trigger_id, limit=cfg.max_history_messages)
-        try:
-            page = await rest.get_context(self.room_id, limit=cfg.history_page_size)
-            window.feed_forward(page.items)
-            pages = 1
-            while (
-                page.has_more
-                and page.next_cursor
-                and not window.trigger_seen
-                and pages < cfg.max_history_pages
-            ):
-                page = await rest.get_context(
-                    self.room_id, cursor=page.next_cursor, limit=cfg.history_page_size
-                )
-                window.feed_forward(page.items)
-                pages += 1
-        except BandError as exc:
-            logger.warning("room %s: could not load history: %s", self.room_id, exc)
-            return HistoryProvider()
-        items = to_history_items(window.messages(), self._roster, agent_id=self._svc.agent_id)
-        return HistoryProvider(items)
