@@ -29,8 +29,8 @@ from typing import Final
 import attrs
 
 from band_trio.errors import InputNotAccepted, RoomExecutionStoppedError
+from band_trio.runtime.claims import Attempt
 from band_trio.runtime.drain import MessageOutcome
-from band_trio.runtime.ledger import Attempt
 
 __all__ = [
     "EXHAUSTED_LABEL",
