@@ -13,6 +13,8 @@ from band_trio.runtime.types import HistoryProvider
 
 __all__ = ["load_history"]
 
+# Part of the room's work: its lines go to the room's logger, where log
+# filters and readers expect them.
 logger = logging.getLogger("band_trio.runtime.room")
 
 

@@ -22,6 +22,8 @@ from band_trio.wire.events import MessageCreated
 
 __all__ = ["ReplyRecovery"]
 
+# Part of the room's work: its lines go to the room's logger, where log
+# filters and readers expect them.
 logger = logging.getLogger("band_trio.runtime.room")
 
 _MAX_REPLY_LOOKUP_PAGES: Final = 100

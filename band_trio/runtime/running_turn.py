@@ -18,6 +18,8 @@ from band_trio.runtime.types import ToolEffect, TurnLedger
 
 __all__ = ["RunningTurn"]
 
+# Part of the room's work: its lines go to the room's logger, where log
+# filters and readers expect them.
 logger = logging.getLogger("band_trio.runtime.room")
 
 

@@ -39,6 +39,8 @@ from band_trio.runtime.settlement import (
 
 __all__ = ["Settler"]
 
+# Part of the room's work: its lines go to the room's logger, where log
+# filters and readers expect them.
 logger = logging.getLogger("band_trio.runtime.room")
 
 
