@@ -23,8 +23,8 @@ import re
 from collections.abc import Collection
 from typing import Final
 
+from band_trio.runtime.room_rest import RoomRest
 from band_trio.wire.events import MessageCreated
-from band_trio.wire.rest import RestClient
 
 __all__ = ["ReplyLookupIncomplete", "find_landed_reply", "reply_digest"]
 
@@ -57,7 +57,7 @@ def _instant(value: str | None) -> dt.datetime | None:
 
 
 async def find_landed_reply(
-    rest: RestClient,
+    rest: RoomRest,
     *,
     room_id: str,
     agent_id: str,

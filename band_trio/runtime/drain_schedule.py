@@ -1,0 +1,67 @@
+"""When a room drains its mailbox on its own (sans-io).
+
+The idle timer is :class:`~band_trio.runtime.schedule.ReconcileSchedule`
+(jittered first check, doubling while empty, a fixed interval while stopped).
+On top of it, a deferred message (refused claim, failed ack, non-final
+failure) is retried after a short backoff (``AgentConfig.retry_delay``,
+doubling up to the base interval) instead of waiting a whole idle interval.
+The caller passes the time; nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.schedule import ReconcileOutcome, ReconcileSchedule
+
+__all__ = ["DrainSchedule"]
+
+
+class DrainSchedule:
+    """The idle timer of a room plus the backoff of its deferred messages.
+
+    Args:
+        config: the runtime knobs (intervals and ``retry_delay``).
+        rng: randomness for the jittered first check.
+        now: the current time.
+    """
+
+    def __init__(self, config: AgentConfig, rng: random.Random, now: float) -> None:
+        self._idle = ReconcileSchedule(
+            base=config.idle_resync_interval,
+            maximum=config.idle_resync_max_interval,
+            stopped=config.stopped_resync_interval,
+            now=now,
+            rng=rng.random,
+        )
+        self._base = config.idle_resync_interval
+        self._first_retry = min(config.retry_delay, config.idle_resync_interval)
+        self._retry_at = math.inf
+        self._retry_delay = self._first_retry
+
+    @property
+    def due(self) -> float:
+        """The time of the next drain the room starts on its own."""
+        return min(self._idle.due, self._retry_at)
+
+    def after(self, result: ReconcileOutcome, now: float) -> None:
+        """A drain ended with ``result`` (``RETRY`` also for a deferred message)."""
+        self._idle.completed(result, now)
+        if result is ReconcileOutcome.RETRY:
+            self._retry_at = now + self._retry_delay
+            self._retry_delay = min(self._retry_delay * 2, self._base)
+        else:
+            self._retry_at = math.inf
+            self._retry_delay = self._first_retry
+
+    def note_work(self, now: float) -> None:
+        """A turn started: the idle interval starts over."""
+        self._idle.note_work(now)
+
+    def set_stopped(self, stopped: bool, now: float) -> None:
+        """The room was stopped or resumed: the retry backoff starts over."""
+        self._idle.set_stopped(stopped, now)
+        self._retry_at = math.inf
+        self._retry_delay = self._first_retry

@@ -1,0 +1,101 @@
+"""One running turn of a room: its cancel scope and the hooks its tools call.
+
+A :class:`RunningTurn` is what :class:`~band_trio.runtime.types.TurnHooks`
+stands for while a turn runs: the tools journal the turn's replies through it
+(into the claims ledger, durably, at once) and tell it about a failure report
+or a platform stop. The room cancels the turn through :meth:`RunningTurn.abort`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from band_trio.runtime.ledger import Attempt, ClaimsLedger
+from band_trio.runtime.settlement import Abort
+from band_trio.runtime.types import ToolEffect, TurnLedger
+
+__all__ = ["RunningTurn"]
+
+# Part of the room's work: its lines go to the room's logger, where log
+# filters and readers expect them.
+logger = logging.getLogger("band_trio.runtime.room")
+
+
+class RunningTurn:
+    """One running turn; the :class:`~band_trio.runtime.types.TurnHooks` the tools call.
+
+    Args:
+        room_id: the room.
+        message_id: the message the turn answers.
+        attempt: the attempt this turn uses.
+        ledger: the claims ledger the turn's replies are journaled in.
+        synthetic: a synthetic (contacts hub) turn answers no platform
+            message: nothing is journaled for it beyond its own posts.
+    """
+
+    def __init__(
+        self,
+        *,
+        room_id: str,
+        message_id: str,
+        attempt: Attempt,
+        ledger: ClaimsLedger,
+        synthetic: bool = False,
+    ) -> None:
+        self._room_id = room_id
+        self._message_id = message_id
+        self._claims = ledger
+        self.synthetic = synthetic
+        self.attempt = attempt
+        self.scope: trio.CancelScope | None = None
+        self.aborted: Abort | None = None
+        self.ledger = TurnLedger()
+        self.working_reported = False
+        self.ended = trio.Event()  # the handler returned, raised or was cancelled
+        self.done = trio.Event()  # the turn is over (settlement may follow)
+
+    @property
+    def message_id(self) -> str | None:
+        return self._message_id
+
+    def reply_sent(self, reply_id: str) -> None:
+        if self.synthetic:
+            # No platform message to answer: nothing to journal, but the post
+            # is accounted for (never taken for a reply with unknown outcome).
+            self._claims.remember_reply(self._room_id, reply_id)
+            return
+        # Durable at once: a crash after this line never yields a second reply.
+        self._claims.reply_sent(self._room_id, self._message_id, reply_id)
+
+    def reply_intent(self, digest: str) -> None:
+        if self.synthetic:
+            return
+        self._claims.reply_intent(self._room_id, self._message_id, digest)
+
+    def reply_settled(self, digest: str) -> None:
+        if self.synthetic:
+            return
+        self._claims.drop_reply_intent(self._room_id, self._message_id, digest)
+
+    def failure_reported(self) -> None:
+        self.ledger.note_reported()
+
+    def execution_stopped(self) -> None:
+        logger.info(
+            "room %s: platform says execution is stopped; ending turn for message %s",
+            self._room_id,
+            self._message_id,
+        )
+        self.abort(Abort.PLATFORM_STOP)
+
+    def record_effect(self, effect: ToolEffect) -> None:
+        self.ledger.record_effect(effect)
+
+    def abort(self, kind: Abort) -> None:
+        """Cancel the turn for ``kind`` (the first reason given is kept)."""
+        if self.aborted is None:
+            self.aborted = kind
+        if self.scope is not None:
+            self.scope.cancel()

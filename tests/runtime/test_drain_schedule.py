@@ -1,0 +1,82 @@
+"""DrainSchedule: the idle timer plus the backoff of deferred messages."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.drain_schedule import DrainSchedule
+from band_trio.runtime.schedule import ReconcileOutcome, ReconcileSchedule
+
+BASE = 30.0
+RETRY = 1.0
+
+events = st.lists(
+    st.tuples(
+        st.sampled_from(("after", "work", "stop", "play")),
+        st.sampled_from(ReconcileOutcome),
+        st.floats(min_value=0.0, max_value=100.0),
+    ),
+    max_size=25,
+)
+
+
+@given(events, st.integers(min_value=0, max_value=2**32 - 1))
+def test_due_is_the_idle_timer_or_the_retry_backoff(
+    steps: list[tuple[str, ReconcileOutcome, float]], seed: int
+) -> None:
+    config = AgentConfig(idle_resync_interval=BASE, retry_delay=RETRY)
+    schedule = DrainSchedule(config, random.Random(seed), now=0.0)
+    idle = ReconcileSchedule(
+        base=config.idle_resync_interval,
+        maximum=config.idle_resync_max_interval,
+        stopped=config.stopped_resync_interval,
+        now=0.0,
+        rng=random.Random(seed).random,
+    )
+    retry_at, delay = math.inf, RETRY
+    now = 0.0
+    for kind, result, step in steps:
+        now += step
+        if kind == "after":
+            schedule.after(result, now)
+            idle.completed(result, now)
+            if result is ReconcileOutcome.RETRY:
+                retry_at, delay = now + delay, min(delay * 2, BASE)
+            else:
+                retry_at, delay = math.inf, RETRY
+        elif kind == "work":
+            schedule.note_work(now)
+            idle.note_work(now)
+        else:
+            schedule.set_stopped(kind == "stop", now)
+            idle.set_stopped(kind == "stop", now)
+            retry_at, delay = math.inf, RETRY
+        assert schedule.due == min(idle.due, retry_at)
+
+
+class _LateJitter(random.Random):
+    """Puts the first idle check at the end of its window."""
+
+    def random(self) -> float:
+        return 1.0
+
+
+def test_retries_back_off_doubling() -> None:
+    config = AgentConfig(idle_resync_interval=4.0, retry_delay=0.25)
+    schedule = DrainSchedule(config, _LateJitter(), now=0.0)
+    assert schedule.due == 4.0
+    delays = []
+    now = 0.0
+    for _ in range(4):
+        schedule.after(ReconcileOutcome.RETRY, now)
+        delays.append(schedule.due - now)
+        now = schedule.due
+    assert delays == [0.25, 0.5, 1.0, 2.0]
+    schedule.after(ReconcileOutcome.EMPTY, now)
+    schedule.after(ReconcileOutcome.RETRY, now)
+    assert schedule.due == now + 0.25  # a clean pass starts the backoff over
