@@ -23,10 +23,19 @@ import trio
 
 from band_trio.errors import APIStatusError
 from band_trio.local import contacts, delegation, files, memories, tasks
-from band_trio.local._input import Obj, Query, fail, forbidden, invalid, not_found
+from band_trio.local._input import Obj, Query
 from band_trio.local._paging import cursor_page, offset_page, uses_offset
 from band_trio.local.hub import CloseRequest, Connection
-from band_trio.local.model import JSON, Agent, Message, Principal, Room, User, now_ts
+from band_trio.local.model import (
+    JSON,
+    AgentRecord,
+    Message,
+    Principal,
+    RoomRecord,
+    UserRecord,
+    now_ts,
+)
+from band_trio.local.refusal import fail, forbidden, invalid, not_found
 from band_trio.local.store import PlatformState
 
 if TYPE_CHECKING:
@@ -104,13 +113,13 @@ class Ctx:
         return self.app.platform.state
 
     @property
-    def agent(self) -> Agent:
-        assert isinstance(self.principal, Agent)
+    def agent(self) -> AgentRecord:
+        assert isinstance(self.principal, AgentRecord)
         return self.principal
 
     @property
-    def user(self) -> User:
-        assert isinstance(self.principal, User)
+    def user(self) -> UserRecord:
+        assert isinstance(self.principal, UserRecord)
         return self.principal
 
     def json(self) -> Any:
@@ -271,9 +280,9 @@ class BandApp:
             principal = platform.state.authenticate(headers.get("x-api-key"))
             if principal is None:
                 raise fail(401, "missing or invalid API key")
-            if route.auth == "agent" and not isinstance(principal, Agent):
+            if route.auth == "agent" and not isinstance(principal, AgentRecord):
                 raise forbidden("this endpoint needs an agent API key")
-            if route.auth == "user" and not isinstance(principal, User):
+            if route.auth == "user" and not isinstance(principal, UserRecord):
                 raise forbidden("this endpoint needs a user API key")
             ctx.principal = principal
         response = route.handler(ctx)
@@ -378,7 +387,7 @@ class BandApp:
                 scope, send, fail(403, "the API key does not belong to this agent"), request_id
             )
             return
-        if agent_id is None and isinstance(principal, Agent):
+        if agent_id is None and isinstance(principal, AgentRecord):
             await self._refuse(
                 scope, send, fail(403, "agent connections must pass agent_id"), request_id
             )
@@ -854,7 +863,7 @@ def _register_routes(app: BandApp) -> None:
         q.str_("sort_by", choices=("inserted_at", "updated_at"))
         q.str_("order", choices=("asc", "desc"))
 
-        def render(room: Room) -> JSON:
+        def render(room: RoomRecord) -> JSON:
             row = state.me_room_json(room, ctx.user)
             if "participants" in q.includes:
                 members = list(room.members.values())
@@ -1023,7 +1032,7 @@ def _register_routes(app: BandApp) -> None:
         )
         return ok(page, metadata=meta)
 
-    def profile_json(user: User) -> JSON:
+    def profile_json(user: UserRecord) -> JSON:
         return {
             "id": user.id,
             "email": user.email,

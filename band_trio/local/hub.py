@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import trio
 
-from band_trio.local.model import JSON, Agent, Principal, Push, new_id
+from band_trio.local.model import JSON, AgentRecord, Principal, Push, new_id
 from band_trio.local.store import PlatformState
 
 __all__ = ["CloseRequest", "Connection", "Hub", "HubStatistics"]
@@ -69,7 +69,7 @@ class Connection:
     @property
     def is_agent(self) -> bool:
         """Whether this is an agent connection."""
-        return isinstance(self.principal, Agent)
+        return isinstance(self.principal, AgentRecord)
 
 
 @attrs.frozen
@@ -143,7 +143,7 @@ class Hub:
     ) -> Connection:
         """Register a new socket. An agent's older sockets are superseded: each
         gets a ``supersede`` push on ``agent_control`` and is then closed."""
-        if isinstance(principal, Agent):
+        if isinstance(principal, AgentRecord):
             for old in self.connections(principal.id):
                 self._supersede(old)
         send, receive = trio.open_memory_channel[OutItem](self.queue_size)

@@ -22,11 +22,12 @@ try:
 except ModuleNotFoundError as exc:  # installed without the `local` extra
     raise MissingExtraError("local", "the embedded local Band platform") from exc
 
-from band_trio.local._input import Obj, invalid, not_found
+from band_trio.local._input import Obj
 from band_trio.local.app import WS_PATH, BandApp
 from band_trio.local.faults import FaultInjector
 from band_trio.local.hub import Hub, HubStatistics
-from band_trio.local.model import JSON, User, new_id, new_key, now_ts
+from band_trio.local.model import JSON, UserRecord, new_id, new_key, now_ts
+from band_trio.local.refusal import invalid, not_found
 from band_trio.local.store import PlatformState
 
 __all__ = ["AgentCredentials", "LocalPlatform", "UserCredentials", "open_local_platform"]
@@ -352,7 +353,7 @@ class LocalPlatform:
             await conn.closed.wait()
         return len(conns)
 
-    def _delete_agent(self, user: User, agent_id: str, *, force: bool) -> JSON:
+    def _delete_agent(self, user: UserRecord, agent_id: str, *, force: bool) -> JSON:
         agent = self.state.agents.get(agent_id)
         if agent is None or agent.owner_id != user.id:
             raise not_found("agent")
@@ -375,7 +376,7 @@ class LocalPlatform:
             "executions_deleted": executions,
         }
 
-    def _bulk_delete(self, user: User, kind: str, ids: list[str], *, force: bool) -> JSON:
+    def _bulk_delete(self, user: UserRecord, kind: str, ids: list[str], *, force: bool) -> JSON:
         started = now_ts()
         results: list[JSON] = []
         for ident in ids:
