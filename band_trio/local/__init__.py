@@ -11,15 +11,12 @@ It is served by Hypercorn, which comes with the optional extra
 needs it.
 """
 
+from band_trio.local.accounts import AgentCredentials, UserCredentials
 from band_trio.local.faults import Fault, FaultInjector
 from band_trio.local.hub import HubStatistics
 from band_trio.local.human import HumanClient
-from band_trio.local.platform import (
-    AgentCredentials,
-    LocalPlatform,
-    UserCredentials,
-    open_local_platform,
-)
+from band_trio.local.platform import LocalPlatform, open_local_platform
+from band_trio.local.refusal import Refusal
 from band_trio.local.store import PlatformState
 
 __all__ = [
@@ -30,6 +27,7 @@ __all__ = [
     "HumanClient",
     "LocalPlatform",
     "PlatformState",
+    "Refusal",
     "UserCredentials",
     "open_local_platform",
 ]

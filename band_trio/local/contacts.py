@@ -90,7 +90,9 @@ def _establish(state: PlatformState, a: str, b: str) -> ContactRecord:
     contact = ContactRecord(id=new_id(), a_id=a, b_id=b, inserted_at=now_ts())
     state.contacts[contact.id] = contact
     for side in (a, b):
-        _push_contact_event(state, side, "contact_added", _contact_added_payload(state, contact, side))
+        _push_contact_event(
+            state, side, "contact_added", _contact_added_payload(state, contact, side)
+        )
     return contact
 
 
@@ -98,7 +100,9 @@ def _set_status(state: PlatformState, request: ContactRequestRecord, status: str
     request.status = status
     request.responded_at = now_ts()
     for side in (request.requester_id, request.recipient_id):
-        _push_contact_event(state, side, "contact_request_updated", {"id": request.id, "status": status})
+        _push_contact_event(
+            state, side, "contact_request_updated", {"id": request.id, "status": status}
+        )
     if status == "approved":
         _establish(state, request.requester_id, request.recipient_id)
 

@@ -471,7 +471,9 @@ class Directory:
         if isinstance(principal, AgentRecord):
             payload["description"] = principal.description
         payload["is_external"] = False
-        self.queue_push(f"room_participants:{room.id}", "participant_added", payload, list(room.members))
+        self.queue_push(
+            f"room_participants:{room.id}", "participant_added", payload, list(room.members)
+        )
         return added
 
     def remove_participant(self, actor: Principal, room_id: str, participant_id: str) -> JSON:

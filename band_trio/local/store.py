@@ -365,7 +365,9 @@ class PlatformState(Directory):
         )
         users = self._user_members(room)
         if users:
-            self.queue_push(f"chat_room:{room.id}", "event_created", self.message_json(message), users)
+            self.queue_push(
+                f"chat_room:{room.id}", "event_created", self.message_json(message), users
+            )
         return {"id": message.id, "message_type": message_type, "success": True}
 
     def _visible_message(

@@ -102,7 +102,9 @@ def _push_task(state: PlatformState, room: RoomRecord, event: str, task: TaskRec
     payload = task_json(state, task)
     for member in room.members.values():
         if member.type == "User":
-            state.queue_push(f"tasks:{member.participant_id}", event, payload, [member.participant_id])
+            state.queue_push(
+                f"tasks:{member.participant_id}", event, payload, [member.participant_id]
+            )
 
 
 def list_tasks(

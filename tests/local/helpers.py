@@ -5,14 +5,25 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from band_trio.local import AgentCredentials, LocalPlatform
+from band_trio.local import AgentCredentials, LocalPlatform, Refusal
 
 IO_DEADLINE = 10
+
+
+@contextmanager
+def refused(status: int) -> Iterator[pytest.ExceptionInfo[Refusal]]:
+    """Expect the block to raise the platform's :class:`Refusal` with ``status``."""
+    with pytest.raises(Refusal) as caught:
+        yield caught
+    assert caught.value.status == status, caught.value
 
 
 def agent_http(platform: LocalPlatform, creds: AgentCredentials) -> httpx.AsyncClient:

@@ -14,7 +14,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from band_trio.errors import APIStatusError
+from band_trio.local import Refusal
 from band_trio.local._input import Obj
 from band_trio.local.store import PlatformState
 
@@ -74,9 +74,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             return self.state.mark_failed(self.agent, self.room, mid, Obj({"error": "e"}))
 
         if not self.stopped and not expected["open"]:
-            with pytest.raises(APIStatusError) as caught:
+            with pytest.raises(Refusal) as caught:
                 call()
-            assert caught.value.status_code == 422
+            assert caught.value.status == 422
             assert "/processing_attempt" in caught.value.details
             return
         answer = call()
