@@ -6,7 +6,7 @@ import httpx
 import pytest
 import trio
 
-from band_trio.errors import InternalServerError
+from band_trio.errors import BandConfigError, InternalServerError
 from band_trio.local import AgentCredentials, HumanClient, LocalPlatform, open_local_platform
 from tests.local.helpers import (
     IO_DEADLINE,
@@ -256,7 +256,6 @@ async def test_bind_failure_is_an_oserror(band_platform: LocalPlatform) -> None:
 
 
 async def test_rest_url_before_serving_is_a_config_error() -> None:
-    from band_trio.errors import BandConfigError
 
     with pytest.raises(BandConfigError):
         _ = LocalPlatform().rest_url

@@ -6,7 +6,11 @@ on the platform's state or a feature module and shape its answer.
 
 from __future__ import annotations
 
-from band_trio.local import contacts, delegation, files, memories, tasks
+import band_trio.local.contacts as contacts
+import band_trio.local.delegation as delegation
+import band_trio.local.files as files
+import band_trio.local.memories as memories
+import band_trio.local.tasks as tasks
 from band_trio.local._paging import cursor_page, offset_page, uses_offset
 from band_trio.local.asgi import (
     DEPRECATION_HEADERS,

@@ -8,7 +8,8 @@ leaves it open, the local platform chooses: the message list ignores
 
 from __future__ import annotations
 
-from band_trio.local import contacts, memories
+import band_trio.local.contacts as contacts
+import band_trio.local.memories as memories
 from band_trio.local._paging import cursor_page, offset_page, uses_offset
 from band_trio.local.asgi import (
     DEPRECATION_HEADERS,
