@@ -1,6 +1,7 @@
-"""Contacts and contact requests (agent #28-#32 and the human ``/me/contacts``).
+"""Contacts and contact requests (agent ``/contacts...`` and the human ``/me/contacts``).
 
-Every change pushes the §3.7 contact events to the agents involved on
+Every change pushes the contact events (``contact_added``, ``contact_removed``,
+``contact_request_received``, ``contact_request_updated``) to the agents involved on
 ``agent_contacts:<agent id>``.
 """
 
@@ -142,7 +143,7 @@ def _send_request(
 
 
 def add_contact(state: PlatformState, actor: Principal, body: Obj) -> JSON:
-    """Send a contact request by handle (#29): ``pending``, or ``approved`` when
+    """Send a contact request by handle (``POST /contacts/add``): ``pending``, or ``approved`` when
     the other side had already asked."""
     target = _target(state, body.str_("handle") or "", "handle")
     message = body.str_("message", max_len=MAX_MESSAGE)
@@ -153,7 +154,7 @@ def add_contact(state: PlatformState, actor: Principal, body: Obj) -> JSON:
 
 
 def remove_contact(state: PlatformState, actor: Principal, body: Obj) -> JSON:
-    """Remove a contact by ``contact_id`` or ``handle`` (#30); both directions go."""
+    """Remove a contact by ``contact_id`` or ``handle`` (``POST /contacts/remove``); both directions go."""
     contact_id = body.str_("contact_id")
     handle = body.str_("handle")
     contact: ContactRecord | None = None
@@ -195,7 +196,7 @@ def _contacts_of(state: PlatformState, principal_id: str) -> list[ContactRecord]
 
 
 def agent_contacts(state: PlatformState, actor: Principal, query: Query) -> tuple[list[JSON], JSON]:
-    """List contacts (#28) with PageMetaStrict."""
+    """List contacts (``GET /contacts``) with PageMetaStrict."""
     page = query.int_("page", default=1)
     size = query.int_("page_size", default=50, maximum=100)
     rows, meta = offset_page(_contacts_of(state, actor.id), page, size)
@@ -227,7 +228,7 @@ def _sent_json(state: PlatformState, request: ContactRequestRecord) -> JSON:
 
 
 def agent_requests(state: PlatformState, actor: Principal, query: Query) -> tuple[JSON, JSON]:
-    """Received (pending only) and sent requests (#31) with RequestsMeta."""
+    """Received (pending only) and sent requests (``GET /contacts/requests``) with RequestsMeta."""
     page = query.int_("page", default=1)
     size = query.int_("page_size", default=50, maximum=100)
     sent_status = query.str_("sent_status", choices=SENT_STATUSES, default="pending")
@@ -275,7 +276,7 @@ def _settle_request(
 
 
 def respond(state: PlatformState, actor: Principal, body: Obj) -> JSON:
-    """Approve/reject a received request or cancel a sent one (#32)."""
+    """Approve/reject a received request or cancel a sent one (``POST /contacts/requests/respond``)."""
     action = body.str_("action")
     if action not in ("approve", "reject", "cancel"):
         raise bad_request("action must be one of: approve, reject, cancel")

@@ -1,4 +1,4 @@
-"""Delegation token exchange (#38), simplified and deterministic.
+"""Delegation token exchange (``POST /delegation/token``), simplified and deterministic.
 
 The real platform exchanges a token with an MCP connector on behalf of the
 human who triggered a message. The local platform keeps the documented checks

@@ -208,7 +208,7 @@ class Directory:
     # ------------------------------------------------------------------ agents
 
     def agent_me(self, agent: AgentRecord) -> JSON:
-        """AgentMe (#1)."""
+        """AgentMe (``GET /me``)."""
         return {
             "id": agent.id,
             "name": agent.name,
@@ -249,7 +249,7 @@ class Directory:
         return out
 
     def peer_json(self, principal: Principal, source: str, is_contact: bool) -> JSON:
-        """Peer (#2)."""
+        """Peer (``GET /peers``)."""
         out: JSON = {
             "id": principal.id,
             "name": principal.name,
@@ -269,7 +269,7 @@ class Directory:
     def peers(
         self, actor: Principal, *, not_in_chat: str | None, kind: str | None = None
     ) -> list[JSON]:
-        """Peers of ``actor``, ordered by name (#2 and ``/me/peers``)."""
+        """Peers of ``actor``, ordered by name (``GET /peers`` and ``/me/peers``)."""
         excluded: set[str] = set()
         if not_in_chat is not None:
             excluded = set(self.room_for(actor, not_in_chat).members)
@@ -309,7 +309,7 @@ class Directory:
         }
 
     def room_event_json(self, room: RoomRecord) -> JSON:
-        """The five-field room projection of ``room_added``/``room_removed`` (§3.4)."""
+        """The five-field room projection of ``room_added``/``room_removed`` (the same five fields as ``ChatRoom``)."""
         return self.room_json(room)
 
     def me_room_json(self, room: RoomRecord, viewer: Principal) -> JSON:
@@ -347,7 +347,7 @@ class Directory:
         return out
 
     def create_room(self, actor: Principal, body: Obj | None) -> RoomRecord:
-        """Create a room owned by ``actor`` (#4 and ``POST /me/chats``)."""
+        """Create a room owned by ``actor`` (``POST /chats`` and ``POST /me/chats``)."""
         chat = body.obj("chat") if body is not None else None
         title: str | None = None
         task_id: str | None = None
@@ -384,7 +384,7 @@ class Directory:
         return title
 
     def rename_room(self, actor: Principal, room_id: str, body: Obj) -> RoomRecord:
-        """Rename (#6): only the room's owner participant."""
+        """Rename (``PATCH /chats/{room}``): only the room's owner participant."""
         room = self.room_for(actor, room_id)
         chat = body.req_obj("chat")
         title = self._check_title(chat.req_str("title"), chat.at("title"), allow_blank=False)
@@ -440,12 +440,12 @@ class Directory:
         return out
 
     def participants(self, actor: Principal, room_id: str, *, details: bool = False) -> list[JSON]:
-        """The room roster (#7)."""
+        """The room roster (``GET /chats/{room}/participants``)."""
         room = self.room_for(actor, room_id)
         return [self.participant_json(m, details=details) for m in room.members.values()]
 
     def add_participant(self, actor: Principal, room_id: str, body: Obj) -> JSON:
-        """Add a participant (#8): any participant may add a member; adding an
+        """Add a participant (``POST /chats/{room}/participants``): any participant may add a member; adding an
         admin needs owner/admin, adding an owner needs owner. Only principals
         ``actor`` may recruit (:meth:`recruitable`) can be added."""
         room = self.room_for(actor, room_id)
@@ -477,7 +477,7 @@ class Directory:
         return added
 
     def remove_participant(self, actor: Principal, room_id: str, participant_id: str) -> JSON:
-        """Remove a participant (#9): the acting participant must be owner or admin
+        """Remove a participant (``DELETE /chats/{room}/participants/{id}``): the acting participant must be owner or admin
         (a user may also remove itself or its own agents)."""
         room = self.room_for(actor, room_id)
         membership = room.members.get(participant_id)

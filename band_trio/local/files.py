@@ -1,4 +1,4 @@
-"""Room files: upload with sha256 and dedupe, download with ``Range`` (#19, #20)."""
+"""Room files: upload with sha256 and dedupe, download with ``Range``."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def upload(
     *,
     max_bytes: int,
 ) -> JSON:
-    """Store ``data`` as a room file (#19). Identical bytes in one room dedupe to
+    """Store ``data`` as a room file (``PUT /chats/{room}/files``). Identical bytes in one room dedupe to
     the first record.
 
     Raises:
@@ -88,7 +88,7 @@ def upload(
 def download(
     state: PlatformState, actor: Principal, room_id: str, file_id: str, range_header: str | None
 ) -> tuple[int, list[tuple[str, str]], bytes]:
-    """The bytes of a room file (#20) as ``(status, headers, body)``.
+    """The bytes of a room file (``GET /chats/{room}/files/{id}``) as ``(status, headers, body)``.
 
     ``Range: bytes=a-b | a- | -n`` is honoured (206); unparseable ranges are
     ignored (200, whole file); unsatisfiable ones are 416.

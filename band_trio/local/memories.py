@@ -1,4 +1,4 @@
-"""Agent memories (#33-#37) and the human ``/me/memories`` views."""
+"""Agent memories (``/memories...``) and the human ``/me/memories`` views."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def memory_json(memory: Memory) -> JSON:
 
 
 def create(state: PlatformState, agent: AgentRecord, body: Obj) -> JSON:
-    """Store a memory (#34) after the scope/system/type/segment checks."""
+    """Store a memory (``POST /memories``) after the scope/system/type/segment checks."""
     req = body.req_obj("memory")
     content = req.req_str("content", max_len=MAX_CONTENT)
     if not content.strip():
@@ -165,7 +165,7 @@ def _page(
 def list_memories(
     state: PlatformState, agent: AgentRecord, query: Query
 ) -> tuple[list[JSON], JSON, bool]:
-    """List memories (#33). Returns ``(rows, metadata, deprecated_offset_used)``."""
+    """List memories (``GET /memories``). Returns ``(rows, metadata, deprecated_offset_used)``."""
     whose = query.str_("memory_scope", choices=("me", "org"), default="me")
     if whose == "org":
         org = state.organization_of(agent)
@@ -196,7 +196,7 @@ def _visible_to_agent(state: PlatformState, agent: AgentRecord, memory_id: str) 
 
 
 def get(state: PlatformState, agent: AgentRecord, memory_id: str) -> JSON:
-    """One memory (#35)."""
+    """One memory (``GET /memories/{id}``)."""
     return memory_json(_visible_to_agent(state, agent, memory_id))
 
 
@@ -211,12 +211,12 @@ def _transition(state: PlatformState, agent: AgentRecord, memory_id: str, status
 
 
 def supersede(state: PlatformState, agent: AgentRecord, memory_id: str) -> JSON:
-    """Soft-delete a memory (#36); only its source agent."""
+    """Soft-delete a memory (``POST /memories/{id}/supersede``); only its source agent."""
     return _transition(state, agent, memory_id, "superseded")
 
 
 def archive(state: PlatformState, agent: AgentRecord, memory_id: str) -> JSON:
-    """Hide a memory (#37); only its source agent (humans can restore)."""
+    """Hide a memory (``POST /memories/{id}/archive``); only its source agent (humans can restore)."""
     return _transition(state, agent, memory_id, "archived")
 
 

@@ -103,7 +103,7 @@ class PlatformState(Directory):
     # ------------------------------------------------------------------ messages
 
     def message_json(self, msg: Message) -> JSON:
-        """ChatMessage (REST) / the ``message_created`` payload (§3.6)."""
+        """ChatMessage (REST), which is also the ``message_created`` payload."""
         room = self.rooms.get(msg.room_id)
         metadata: JSON = dict(msg.metadata)
         metadata["mentions"] = [dict(m) for m in msg.mentions]
@@ -185,7 +185,7 @@ class PlatformState(Directory):
         return list(resolved.values())
 
     def post_message(self, actor: Principal, room_id: str, body: Obj) -> JSON:
-        """Send a text message (#11 and ``POST /me/chats/{id}/messages``)."""
+        """Send a text message (``POST /chats/{room}/messages`` and ``POST /me/chats/{id}/messages``)."""
         room = self.room_for(actor, room_id)
         if isinstance(actor, AgentRecord) and actor.id in room.stopped:
             raise forbidden("agent execution is stopped in this room")
@@ -276,7 +276,7 @@ class PlatformState(Directory):
     @staticmethod
     def _tokenize(content: str, mentioned: list[Principal]) -> str:
         """Turn ``@handle`` into ``@[[id]]`` (whole handles only) and prepend a
-        token for every mentioned participant the content does not reference (§5.8)."""
+        token for every mentioned participant the content does not reference, so every mention is visible in the text."""
         referenced = set(_TOKEN_RE.findall(content))
         for principal in sorted(mentioned, key=lambda p: -len(p.handle)):
             pattern = _handle_pattern(principal.handle)
@@ -321,7 +321,7 @@ class PlatformState(Directory):
         return message
 
     def post_event(self, agent: AgentRecord, room_id: str, body: Obj) -> JSON:
-        """Post a non-text event (#16); never delivered, never needs mentions."""
+        """Post a non-text event (``POST /chats/{room}/events``); never delivered, never needs mentions."""
         room = self.room_for(agent, room_id)
         if agent.id in room.stopped:
             raise forbidden("agent execution is stopped in this room")
@@ -397,7 +397,7 @@ class PlatformState(Directory):
             )
 
     def mark_processing(self, agent: AgentRecord, room_id: str, message_id: str) -> JSON | None:
-        """Claim (#13). None means 204: the room's execution is stopped."""
+        """Claim (``POST /chats/{room}/messages/{id}/processing``). None means 204: the room's execution is stopped."""
         room = self.room_for(agent, room_id)
         message, delivery = self._visible_message(agent, room, message_id)
         if agent.id in room.stopped:
@@ -444,13 +444,13 @@ class PlatformState(Directory):
         return self._status_json(message, delivery)
 
     def mark_processed(self, agent: AgentRecord, room_id: str, message_id: str) -> JSON | None:
-        """Complete the current attempt (#14). None means 204 (stopped)."""
+        """Complete the current attempt (``POST /chats/{room}/messages/{id}/processed``). None means 204 (stopped)."""
         return self._settle(agent, room_id, message_id, ok=True, error=None)
 
     def mark_failed(
         self, agent: AgentRecord, room_id: str, message_id: str, body: Obj | None
     ) -> JSON | None:
-        """Fail the current attempt (#15). None means 204 (stopped)."""
+        """Fail the current attempt (``POST /chats/{room}/messages/{id}/failed``). None means 204 (stopped)."""
         error = body.str_("error", max_len=65536) if body is not None else None
         return self._settle(agent, room_id, message_id, ok=False, error=error or "")
 
@@ -466,7 +466,7 @@ class PlatformState(Directory):
                 yield message
 
     def next_message(self, agent: AgentRecord, room_id: str) -> JSON | None:
-        """The oldest actionable message (#12); None means 204 (nothing, or stopped)."""
+        """The oldest actionable message (``GET /chats/{room}/messages/next``); None means 204 (nothing, or stopped)."""
         room = self.room_for(agent, room_id)
         if agent.id in room.stopped:
             return None
@@ -475,7 +475,7 @@ class PlatformState(Directory):
         return None
 
     def work_list(self, agent: AgentRecord, room_id: str, status: str | None) -> list[Message]:
-        """Messages delivered to ``agent`` in the room, filtered as #10 describes."""
+        """Messages delivered to ``agent`` in the room, filtered as ``GET /chats/{room}/messages`` describes."""
         room = self.room_for(agent, room_id)
         if status is None:
             return list(self._actionable(agent.id, room))
@@ -494,12 +494,12 @@ class PlatformState(Directory):
         return [m for m in inbox if keep(m)]
 
     def context_list(self, agent: AgentRecord, room_id: str) -> list[Message]:
-        """What the agent sent plus text messages mentioning it, oldest first (#17)."""
+        """What the agent sent plus text messages mentioning it, oldest first (``GET /chats/{room}/context``)."""
         room = self.room_for(agent, room_id)
         return room.context.get(agent.id, [])
 
     def report_activity(self, agent: AgentRecord, room_id: str, body: Obj) -> JSON:
-        """Activity (#18): echoes ``working: false`` while the room is stopped."""
+        """Activity (``POST /chats/{room}/activity``): echoes ``working: false`` while the room is stopped."""
         room = self.room_for(agent, room_id)
         working = body.bool_("working", required=True)
         activity = body.obj("activity")
@@ -550,7 +550,10 @@ class PlatformState(Directory):
         execution_id: str | None = None,
         correlation_id: str | None = None,
     ) -> JSON:
-        """Push ``agent.control`` (all §3.3 keys); stop/play also flip the gate.
+        """Push ``agent.control``; stop and play also flip the room's execution gate.
+
+        Every key of the payload is sent, null ones included, except a null
+        ``reason``, which is left out.
 
         Raises:
             Refusal: 404 for an unknown agent or room, 422 for a bad mode/scope.

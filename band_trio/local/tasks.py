@@ -1,4 +1,4 @@
-"""Room task board and goal (protocol.md §4.4 #21-#27)."""
+"""Room task board and goal (``/chats/{room}/tasks...`` and ``/chats/{room}/board``)."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def _push_task(state: PlatformState, room: RoomRecord, event: str, task: TaskRec
 def list_tasks(
     state: PlatformState, actor: Principal, room_id: str, query: Query
 ) -> tuple[list[JSON], JSON]:
-    """List tasks (#21), ordered by number."""
+    """List tasks (``GET /chats/{room}/tasks``), ordered by number."""
     room = state.room_for(actor, room_id)
     wanted = query.str_("state", choices=(*TASK_STATES, "all"), default="active")
     limit = query.int_("limit", default=50, maximum=100)
@@ -124,7 +124,7 @@ def list_tasks(
 
 
 def create_task(state: PlatformState, actor: Principal, room_id: str, body: Obj) -> JSON:
-    """Create a task (#22); the creator is not auto-assigned."""
+    """Create a task (``POST /chats/{room}/tasks``); the creator is not auto-assigned."""
     room = state.room_for(actor, room_id)
     subject = body.req_str("subject", max_len=MAX_SUBJECT).strip()
     if not subject:
@@ -163,14 +163,14 @@ def create_task(state: PlatformState, actor: Principal, room_id: str, body: Obj)
 
 
 def get_task(state: PlatformState, actor: Principal, room_id: str, ref: str, query: Query) -> JSON:
-    """One task in any state (#23); ``include=history`` embeds recent events."""
+    """One task in any state (``GET /chats/{room}/tasks/{id}``); ``include=history`` embeds recent events."""
     room = state.room_for(actor, room_id)
     task = _task_or_404(room, ref)
     return task_json(state, task, include_history="history" in query.includes)
 
 
 def update_task(state: PlatformState, actor: Principal, room_id: str, ref: str, body: Obj) -> JSON:
-    """Update a task (#24): the caller's own progress, notes, edits and lifecycle."""
+    """Update a task (``POST /chats/{room}/tasks/{id}``): the caller's own progress, notes, edits and lifecycle."""
     room = state.room_for(actor, room_id)
     task = _task_or_404(room, ref)
     fields = ("active_form", "comment", "detail", "linked_native_id", "state", "status", "subject")
@@ -241,7 +241,7 @@ def update_task(state: PlatformState, actor: Principal, room_id: str, ref: str, 
 def task_history(
     state: PlatformState, actor: Principal, room_id: str, ref: str, query: Query
 ) -> tuple[list[JSON], JSON]:
-    """A task's append-only ledger, oldest first (#25)."""
+    """A task's append-only ledger, oldest first (``GET /chats/{room}/tasks/{id}/history``)."""
     room = state.room_for(actor, room_id)
     task = _task_or_404(room, ref)
     limit = query.int_("limit", default=50, maximum=100)
@@ -274,13 +274,13 @@ def board_json(state: PlatformState, room: RoomRecord, *, include_history: bool 
 
 
 def get_board(state: PlatformState, actor: Principal, room_id: str, query: Query) -> JSON:
-    """The room goal (#26)."""
+    """The room goal (``GET /chats/{room}/board``)."""
     room = state.room_for(actor, room_id)
     return board_json(state, room, include_history="history" in query.includes)
 
 
 def put_board(state: PlatformState, actor: Principal, room_id: str, body: Obj) -> JSON:
-    """Upsert the room goal (#27); any participant may set it."""
+    """Upsert the room goal (``PUT /chats/{room}/board``); any participant may set it."""
     room = state.room_for(actor, room_id)
     title = body.str_("goal_title", max_len=MAX_SUBJECT)
     summary = body.str_("goal_summary", max_len=MAX_DETAIL)

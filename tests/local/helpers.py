@@ -42,7 +42,7 @@ def user_http(platform: LocalPlatform, api_key: str | None = None) -> httpx.Asyn
 
 
 def assert_error(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
-    """The response is an error with the §4.2 body; returns ``error``."""
+    """The response is an error with the platform's error body; returns ``error``."""
     assert response.status_code == status, response.text
     body = response.json()
     error = body["error"]

@@ -83,7 +83,7 @@ async def test_admin_control_pushes_and_flips_the_gate(
                     json={"agent_id": demo.id, "mode": "play", "room_id": room, "reason": None},
                 )
                 play = await phoenix.recv()
-                assert "reason" not in play[4]  # null is never sent (§3.3)
+                assert "reason" not in play[4]  # a null reason is left out, never sent
             assert_error(
                 await client.post("/control", json={"agent_id": demo.id, "mode": "pause"}), 422
             )
@@ -157,7 +157,7 @@ async def test_faults_through_admin_api_and_on_upgrades(
             refused = await upgrade_status(band_platform, {"x-api-key": demo.api_key}, demo.id)
             assert refused.status_code == 429
             assert refused.json()["error"]["retry_after"] == 7
-            # The upgrade refusal codes of protocol.md §1.4.
+            # The machine codes the platform puts on refused upgrades.
             assert refused.json()["error"]["code"] == "too_many_requests"
             assert refused.headers["retry-after"] == "7"
             assert_error(await client.post("/faults", json={"path": "(", "status": 500}), 422)

@@ -2,7 +2,8 @@
 
 Drives the sans-io state directly (no sockets): posts, claims, settlements,
 stop/play and `/next`, and checks every answer and every delivery against a
-small reference model of protocol.md §5.1/§5.2/§5.6.
+small reference model of the lifecycle: claim, processed, failed, the
+execution gate, and the oldest-actionable rule of ``/next``.
 """
 
 from __future__ import annotations

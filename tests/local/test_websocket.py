@@ -83,7 +83,7 @@ async def test_heartbeat_reply_echoes_ref(
 async def test_websocket_pings_are_answered(
     band_platform: LocalPlatform, demo: AgentCredentials
 ) -> None:
-    # Appendix A: the official client pings every 20 s and drops a silent peer.
+    # The official client pings every 20 s and drops a peer that stays silent.
     with trio.fail_after(IO_DEADLINE):
         async with open_phoenix(band_platform, demo.api_key, demo.id) as ws:
             for payload in (b"p1", b"p2"):
