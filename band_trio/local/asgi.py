@@ -31,6 +31,7 @@ __all__ = [
     "DEPRECATION_HEADERS",
     "MAX_JSON_BODY",
     "Ctx",
+    "Handler",
     "Receive",
     "Response",
     "Route",

@@ -12,6 +12,7 @@ import attrs
 from band_trio.local._input import Obj
 from band_trio.local.asgi import (
     Ctx,
+    Handler,
     Response,
     Route,
     no_content,
@@ -22,7 +23,11 @@ from band_trio.local.refusal import invalid, not_found
 
 __all__ = ["ROUTES"]
 
-X = "/_local/admin"
+PREFIX = "/_local/admin"
+
+
+def _route(method: str, path: str, handler: Handler, *, upload: bool = False) -> Route:
+    return route(method, PREFIX + path, "admin", handler, upload=upload)
 
 
 # ------------------------------------------------------------ admin (local only)
@@ -130,12 +135,12 @@ def admin_delete_room(ctx: Ctx) -> Response:
 
 ROUTES: tuple[Route, ...] = (
     # admin (local only)
-    route("GET", f"{X}/state", "admin", admin_state),
-    route("POST", f"{X}/control", "admin", admin_control),
-    route("POST", f"{X}/agents/{{id}}/drop", "admin", admin_drop),
-    route("POST", f"{X}/faults", "admin", admin_add_fault),
-    route("DELETE", f"{X}/faults", "admin", admin_clear_faults),
-    route("POST", f"{X}/users", "admin", admin_create_user),
-    route("POST", f"{X}/agents", "admin", admin_register_agent),
-    route("DELETE", f"{X}/rooms/{{id}}", "admin", admin_delete_room),
+    _route("GET", "/state", admin_state),
+    _route("POST", "/control", admin_control),
+    _route("POST", "/agents/{id}/drop", admin_drop),
+    _route("POST", "/faults", admin_add_fault),
+    _route("DELETE", "/faults", admin_clear_faults),
+    _route("POST", "/users", admin_create_user),
+    _route("POST", "/agents", admin_register_agent),
+    _route("DELETE", "/rooms/{id}", admin_delete_room),
 )

@@ -15,6 +15,7 @@ from band_trio.local._paging import cursor_page, offset_page, uses_offset
 from band_trio.local.asgi import (
     DEPRECATION_HEADERS,
     Ctx,
+    Handler,
     Response,
     Route,
     json_bytes,
@@ -27,7 +28,11 @@ from band_trio.local.store import PlatformState
 
 __all__ = ["ROUTES"]
 
-A = "/api/v1/agent"
+PREFIX = "/api/v1/agent"
+
+
+def _route(method: str, path: str, handler: Handler, *, upload: bool = False) -> Route:
+    return route(method, PREFIX + path, "agent", handler, upload=upload)
 
 
 def _messages_json(state: PlatformState, rows: list[Message]) -> list[JSON]:
@@ -297,48 +302,48 @@ def agent_delegation(ctx: Ctx) -> Response:
 
 ROUTES: tuple[Route, ...] = (
     # agent: identity, peers, chats
-    route("GET", f"{A}/me", "agent", agent_me),
-    route("GET", f"{A}/peers", "agent", agent_peers),
-    route("GET", f"{A}/chats", "agent", agent_chats),
-    route("POST", f"{A}/chats", "agent", agent_create_chat),
-    route("GET", f"{A}/chats/{{id}}", "agent", agent_get_chat),
-    route("PATCH", f"{A}/chats/{{id}}", "agent", agent_rename_chat),
+    _route("GET", "/me", agent_me),
+    _route("GET", "/peers", agent_peers),
+    _route("GET", "/chats", agent_chats),
+    _route("POST", "/chats", agent_create_chat),
+    _route("GET", "/chats/{id}", agent_get_chat),
+    _route("PATCH", "/chats/{id}", agent_rename_chat),
     # agent: participants
-    route("GET", f"{A}/chats/{{id}}/participants", "agent", agent_participants),
-    route("POST", f"{A}/chats/{{id}}/participants", "agent", agent_add_participant),
-    route("DELETE", f"{A}/chats/{{id}}/participants/{{pid}}", "agent", agent_remove_participant),
+    _route("GET", "/chats/{id}/participants", agent_participants),
+    _route("POST", "/chats/{id}/participants", agent_add_participant),
+    _route("DELETE", "/chats/{id}/participants/{pid}", agent_remove_participant),
     # agent: messages and lifecycle
-    route("GET", f"{A}/chats/{{id}}/messages/next", "agent", agent_next),
-    route("GET", f"{A}/chats/{{id}}/messages", "agent", agent_messages),
-    route("POST", f"{A}/chats/{{id}}/messages", "agent", agent_send),
-    route("POST", f"{A}/chats/{{id}}/messages/{{mid}}/processing", "agent", agent_mark_processing),
-    route("POST", f"{A}/chats/{{id}}/messages/{{mid}}/processed", "agent", agent_mark_processed),
-    route("POST", f"{A}/chats/{{id}}/messages/{{mid}}/failed", "agent", agent_mark_failed),
-    route("POST", f"{A}/chats/{{id}}/events", "agent", agent_event),
-    route("GET", f"{A}/chats/{{id}}/context", "agent", agent_context),
-    route("POST", f"{A}/chats/{{id}}/activity", "agent", agent_activity),
+    _route("GET", "/chats/{id}/messages/next", agent_next),
+    _route("GET", "/chats/{id}/messages", agent_messages),
+    _route("POST", "/chats/{id}/messages", agent_send),
+    _route("POST", "/chats/{id}/messages/{mid}/processing", agent_mark_processing),
+    _route("POST", "/chats/{id}/messages/{mid}/processed", agent_mark_processed),
+    _route("POST", "/chats/{id}/messages/{mid}/failed", agent_mark_failed),
+    _route("POST", "/chats/{id}/events", agent_event),
+    _route("GET", "/chats/{id}/context", agent_context),
+    _route("POST", "/chats/{id}/activity", agent_activity),
     # agent: files
-    route("PUT", f"{A}/chats/{{id}}/files", "agent", agent_upload_file, upload=True),
-    route("GET", f"{A}/chats/{{id}}/files/{{fid}}", "agent", agent_download),
+    _route("PUT", "/chats/{id}/files", agent_upload_file, upload=True),
+    _route("GET", "/chats/{id}/files/{fid}", agent_download),
     # agent: tasks and board
-    route("GET", f"{A}/chats/{{id}}/tasks", "agent", agent_tasks),
-    route("POST", f"{A}/chats/{{id}}/tasks", "agent", agent_create_task),
-    route("GET", f"{A}/chats/{{id}}/tasks/{{tid}}", "agent", agent_get_task),
-    route("POST", f"{A}/chats/{{id}}/tasks/{{tid}}", "agent", agent_update_task),
-    route("GET", f"{A}/chats/{{id}}/tasks/{{tid}}/history", "agent", agent_task_history),
-    route("GET", f"{A}/chats/{{id}}/board", "agent", agent_board),
-    route("PUT", f"{A}/chats/{{id}}/board", "agent", agent_put_board),
+    _route("GET", "/chats/{id}/tasks", agent_tasks),
+    _route("POST", "/chats/{id}/tasks", agent_create_task),
+    _route("GET", "/chats/{id}/tasks/{tid}", agent_get_task),
+    _route("POST", "/chats/{id}/tasks/{tid}", agent_update_task),
+    _route("GET", "/chats/{id}/tasks/{tid}/history", agent_task_history),
+    _route("GET", "/chats/{id}/board", agent_board),
+    _route("PUT", "/chats/{id}/board", agent_put_board),
     # agent: contacts
-    route("GET", f"{A}/contacts", "agent", agent_contacts),
-    route("POST", f"{A}/contacts/add", "agent", agent_add_contact),
-    route("POST", f"{A}/contacts/remove", "agent", agent_remove_contact),
-    route("GET", f"{A}/contacts/requests", "agent", agent_contact_requests),
-    route("POST", f"{A}/contacts/requests/respond", "agent", agent_respond),
+    _route("GET", "/contacts", agent_contacts),
+    _route("POST", "/contacts/add", agent_add_contact),
+    _route("POST", "/contacts/remove", agent_remove_contact),
+    _route("GET", "/contacts/requests", agent_contact_requests),
+    _route("POST", "/contacts/requests/respond", agent_respond),
     # agent: memories, delegation
-    route("GET", f"{A}/memories", "agent", agent_memories),
-    route("POST", f"{A}/memories", "agent", agent_create_memory),
-    route("GET", f"{A}/memories/{{id}}", "agent", agent_memory),
-    route("POST", f"{A}/memories/{{id}}/supersede", "agent", agent_supersede),
-    route("POST", f"{A}/memories/{{id}}/archive", "agent", agent_archive),
-    route("POST", f"{A}/delegation/token", "agent", agent_delegation),
+    _route("GET", "/memories", agent_memories),
+    _route("POST", "/memories", agent_create_memory),
+    _route("GET", "/memories/{id}", agent_memory),
+    _route("POST", "/memories/{id}/supersede", agent_supersede),
+    _route("POST", "/memories/{id}/archive", agent_archive),
+    _route("POST", "/delegation/token", agent_delegation),
 )

@@ -14,6 +14,7 @@ from band_trio.local._paging import cursor_page, offset_page, uses_offset
 from band_trio.local.asgi import (
     DEPRECATION_HEADERS,
     Ctx,
+    Handler,
     Response,
     Route,
     no_content,
@@ -26,7 +27,11 @@ from band_trio.local.store import PlatformState
 
 __all__ = ["ROUTES"]
 
-M = "/api/v1/me"
+PREFIX = "/api/v1/me"
+
+
+def _route(method: str, path: str, handler: Handler, *, upload: bool = False) -> Route:
+    return route(method, PREFIX + path, "user", handler, upload=upload)
 
 
 def _messages_json(state: PlatformState, rows: list[Message]) -> list[JSON]:
@@ -351,40 +356,40 @@ def me_update_profile(ctx: Ctx) -> Response:
 
 ROUTES: tuple[Route, ...] = (
     # human: agents
-    route("POST", f"{M}/agents/register", "user", me_register),
-    route("GET", f"{M}/agents", "user", me_agents),
-    route("DELETE", f"{M}/agents/{{id}}", "user", me_delete_agent),
-    route("POST", f"{M}/agents/bulk-delete", "user", me_bulk_delete_agents),
-    route("POST", f"{M}/chats/bulk-delete", "user", me_bulk_delete_chats),
-    route("GET", f"{M}/bulk-deletions/{{id}}", "user", me_bulk_job),
+    _route("POST", "/agents/register", me_register),
+    _route("GET", "/agents", me_agents),
+    _route("DELETE", "/agents/{id}", me_delete_agent),
+    _route("POST", "/agents/bulk-delete", me_bulk_delete_agents),
+    _route("POST", "/chats/bulk-delete", me_bulk_delete_chats),
+    _route("GET", "/bulk-deletions/{id}", me_bulk_job),
     # human: chats
-    route("GET", f"{M}/chats", "user", me_chats),
-    route("POST", f"{M}/chats", "user", me_create_chat),
-    route("GET", f"{M}/chats/{{id}}", "user", me_get_chat),
-    route("GET", f"{M}/chats/{{id}}/messages", "user", me_messages),
-    route("POST", f"{M}/chats/{{id}}/messages", "user", me_send),
-    route("GET", f"{M}/chats/{{id}}/participants", "user", me_participants),
-    route("POST", f"{M}/chats/{{id}}/participants", "user", me_add_participant),
-    route("DELETE", f"{M}/chats/{{id}}/participants/{{pid}}", "user", me_remove_participant),
+    _route("GET", "/chats", me_chats),
+    _route("POST", "/chats", me_create_chat),
+    _route("GET", "/chats/{id}", me_get_chat),
+    _route("GET", "/chats/{id}/messages", me_messages),
+    _route("POST", "/chats/{id}/messages", me_send),
+    _route("GET", "/chats/{id}/participants", me_participants),
+    _route("POST", "/chats/{id}/participants", me_add_participant),
+    _route("DELETE", "/chats/{id}/participants/{pid}", me_remove_participant),
     # human: contacts
-    route("GET", f"{M}/contacts", "user", me_contacts),
-    route("POST", f"{M}/contacts/remove", "user", me_remove_contact),
-    route("POST", f"{M}/contacts/resolve", "user", me_resolve),
-    route("GET", f"{M}/contacts/requests", "user", me_requests),
-    route("GET", f"{M}/contacts/requests/sent", "user", me_sent_requests),
-    route("POST", f"{M}/contacts/requests", "user", me_create_request),
-    route("POST", f"{M}/contacts/requests/{{id}}/approve", "user", me_approve),
-    route("POST", f"{M}/contacts/requests/{{id}}/reject", "user", me_reject),
-    route("DELETE", f"{M}/contacts/requests/{{id}}", "user", me_cancel),
+    _route("GET", "/contacts", me_contacts),
+    _route("POST", "/contacts/remove", me_remove_contact),
+    _route("POST", "/contacts/resolve", me_resolve),
+    _route("GET", "/contacts/requests", me_requests),
+    _route("GET", "/contacts/requests/sent", me_sent_requests),
+    _route("POST", "/contacts/requests", me_create_request),
+    _route("POST", "/contacts/requests/{id}/approve", me_approve),
+    _route("POST", "/contacts/requests/{id}/reject", me_reject),
+    _route("DELETE", "/contacts/requests/{id}", me_cancel),
     # human: memories
-    route("GET", f"{M}/memories", "user", me_memories),
-    route("GET", f"{M}/memories/{{id}}", "user", me_memory),
-    route("DELETE", f"{M}/memories/{{id}}", "user", me_delete_memory),
-    route("POST", f"{M}/memories/{{id}}/supersede", "user", me_supersede_memory),
-    route("POST", f"{M}/memories/{{id}}/archive", "user", me_archive_memory),
-    route("POST", f"{M}/memories/{{id}}/restore", "user", me_restore_memory),
+    _route("GET", "/memories", me_memories),
+    _route("GET", "/memories/{id}", me_memory),
+    _route("DELETE", "/memories/{id}", me_delete_memory),
+    _route("POST", "/memories/{id}/supersede", me_supersede_memory),
+    _route("POST", "/memories/{id}/archive", me_archive_memory),
+    _route("POST", "/memories/{id}/restore", me_restore_memory),
     # human: peers, profile
-    route("GET", f"{M}/peers", "user", me_peers),
-    route("GET", f"{M}/profile", "user", me_profile),
-    route("PUT", f"{M}/profile", "user", me_update_profile),
+    _route("GET", "/peers", me_peers),
+    _route("GET", "/profile", me_profile),
+    _route("PUT", "/profile", me_update_profile),
 )
