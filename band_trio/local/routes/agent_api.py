@@ -23,8 +23,6 @@ from band_trio.local.asgi import (
     ok,
     route,
 )
-from band_trio.local.model import JSON, Message
-from band_trio.local.store import PlatformState
 
 __all__ = ["ROUTES"]
 
@@ -33,10 +31,6 @@ PREFIX = "/api/v1/agent"
 
 def _route(method: str, path: str, handler: Handler, *, upload: bool = False) -> Route:
     return route(method, PREFIX + path, "agent", handler, upload=upload)
-
-
-def _messages_json(state: PlatformState, rows: list[Message]) -> list[JSON]:
-    return [state.message_json(m) for m in rows]
 
 
 # ------------------------------------------------------------ agent: identity, peers, chats
@@ -136,7 +130,7 @@ def agent_messages(ctx: Ctx) -> Response:
         headers = ()
     if status is not None:
         meta["status_filter"] = status
-    return ok(_messages_json(ctx.state, page), metadata=meta, headers=headers)
+    return ok([ctx.state.message_json(m) for m in page], metadata=meta, headers=headers)
 
 
 def agent_send(ctx: Ctx) -> Response:
@@ -171,7 +165,7 @@ def agent_context(ctx: Ctx) -> Response:
         page, meta = offset_page(rows, page_no, size)
         meta.update(has_more=page_no * size < len(rows), limit=size, next_cursor=None)
         return ok(
-            _messages_json(ctx.state, page),
+            [ctx.state.message_json(m) for m in page],
             metadata=meta,
             meta=dict(meta),
             headers=DEPRECATION_HEADERS,
@@ -179,7 +173,7 @@ def agent_context(ctx: Ctx) -> Response:
     limit = q.int_("limit", default=50, maximum=100)
     page, cursor, more = cursor_page(rows, lambda m: m.seq, q.str_("cursor"), limit)
     return ok(
-        _messages_json(ctx.state, page),
+        [ctx.state.message_json(m) for m in page],
         metadata={"has_more": more, "limit": limit, "next_cursor": cursor},
     )
 

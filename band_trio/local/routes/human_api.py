@@ -21,9 +21,8 @@ from band_trio.local.asgi import (
     ok,
     route,
 )
-from band_trio.local.model import JSON, Message, RoomRecord, UserRecord, now_ts
+from band_trio.local.model import JSON, RoomRecord, UserRecord, now_ts
 from band_trio.local.refusal import invalid, not_found
-from band_trio.local.store import PlatformState
 
 __all__ = ["ROUTES"]
 
@@ -32,10 +31,6 @@ PREFIX = "/api/v1/me"
 
 def _route(method: str, path: str, handler: Handler, *, upload: bool = False) -> Route:
     return route(method, PREFIX + path, "user", handler, upload=upload)
-
-
-def _messages_json(state: PlatformState, rows: list[Message]) -> list[JSON]:
-    return [state.message_json(m) for m in rows]
 
 
 # ------------------------------------------------------------ human: agents
@@ -202,11 +197,13 @@ def me_messages(ctx: Ctx) -> Response:
         page_no = q.int_("page", default=1)
         page, meta = offset_page(rows, page_no, size)
         meta.update(has_more=page_no * size < len(rows), limit=size)
-        return ok(_messages_json(ctx.state, page), metadata=meta, headers=DEPRECATION_HEADERS)
+        return ok(
+            [ctx.state.message_json(m) for m in page], metadata=meta, headers=DEPRECATION_HEADERS
+        )
     limit = q.int_("limit", default=50, maximum=100)
     page, cursor, more = cursor_page(rows, lambda m: m.seq, q.str_("cursor"), limit)
     return ok(
-        _messages_json(ctx.state, page),
+        [ctx.state.message_json(m) for m in page],
         metadata={"has_more": more, "limit": limit, "next_cursor": cursor},
     )
 
