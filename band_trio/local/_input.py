@@ -1,6 +1,6 @@
 """Reading untrusted request input: JSON bodies and query strings.
 
-Every problem becomes a :class:`~band_trio.local.refusal.Refusal` carrying the
+Every problem becomes a :class:`~band_trio.local.refusal.RequestRefusedError` carrying the
 platform's error code and (for 422) ``details`` keyed by JSON pointer, so the
 HTTP layer can render the platform's error body. Nothing here raises anything else.
 """
@@ -23,7 +23,7 @@ class Obj:
         pointer: JSON pointer of this object in the body, for error details.
 
     Raises:
-        Refusal: 422 when ``data`` is not an object.
+        RequestRefusedError: 422 when ``data`` is not an object.
     """
 
     __slots__ = ("data", "pointer")
@@ -50,7 +50,7 @@ class Obj:
         """The raw value of ``key``; None when absent, or null and that is allowed.
 
         Raises:
-            Refusal: 422 when a required key is absent, or null where
+            RequestRefusedError: 422 when a required key is absent, or null where
                 null is not allowed.
         """
         if key not in self.data:

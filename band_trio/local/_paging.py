@@ -75,7 +75,7 @@ def uses_offset(query: Query) -> bool:
     """True when the request uses the deprecated ``page``/``page_size`` parameters.
 
     Raises:
-        Refusal: 422 when cursor and offset parameters are mixed.
+        RequestRefusedError: 422 when cursor and offset parameters are mixed.
     """
     offset = query.has("page") or query.has("page_size")
     if offset and query.has("cursor"):

@@ -15,7 +15,7 @@ import attrs
 
 from band_trio.local.hub import Hub
 from band_trio.local.model import JSON, UserRecord, new_id, now_ts
-from band_trio.local.refusal import Refusal, invalid, not_found
+from band_trio.local.refusal import RequestRefusedError, invalid, not_found
 from band_trio.local.store import PlatformState
 
 __all__ = ["Accounts", "AgentCredentials", "UserCredentials"]
@@ -93,7 +93,7 @@ class Accounts:
         """Delete an agent ``user`` owns; its live sockets are closed.
 
         Raises:
-            Refusal: 404 for an agent the user does not own; 422
+            RequestRefusedError: 404 for an agent the user does not own; 422
                 ``execution_history_exists`` when the agent has deliveries and
                 ``force`` is false.
         """
@@ -137,7 +137,7 @@ class Accounts:
             else:
                 try:
                     self.delete_agent(user, ident, force=force)
-                except Refusal as exc:
+                except RequestRefusedError as exc:
                     known = exc.code in ("not_found", "execution_history_exists")
                     error = {
                         "code": exc.code if known else "delete_failed",

@@ -31,7 +31,7 @@ from band_trio.local.asgi import (
 )
 from band_trio.local.faults import fault_refusal
 from band_trio.local.model import AgentRecord, UserRecord
-from band_trio.local.refusal import Refusal, fail, forbidden
+from band_trio.local.refusal import RequestRefusedError, fail, forbidden
 from band_trio.local.routes import admin_api, agent_api, human_api
 from band_trio.local.routes.websocket import serve_websocket
 
@@ -77,7 +77,7 @@ class BandApp:
                 response = await self._dispatch(scope, receive, method, path, headers)
             finally:
                 self.services.changes.publish()
-        except Refusal as exc:
+        except RequestRefusedError as exc:
             response = error_response(exc, request_id)
         except trio.BrokenResourceError:
             return

@@ -24,7 +24,7 @@ from band_trio.local.changes import ChangeFeed
 from band_trio.local.faults import FaultInjector
 from band_trio.local.hub import Hub
 from band_trio.local.model import JSON, AgentRecord, Principal, UserRecord
-from band_trio.local.refusal import Refusal, fail, invalid
+from band_trio.local.refusal import RequestRefusedError, fail, invalid
 from band_trio.local.store import PlatformState
 
 __all__ = [
@@ -220,7 +220,7 @@ class RouteTable:
         """Like :meth:`match`, refusing what does not match.
 
         Raises:
-            Refusal: 405 when the path exists for another method, else 404.
+            RequestRefusedError: 405 when the path exists for another method, else 404.
         """
         found = self.match(method, path)
         if found is not None:
@@ -234,7 +234,7 @@ async def read_body(receive: Receive, limit: int) -> bytes:
     """The whole request body.
 
     Raises:
-        Refusal: 413 once the body passes ``limit`` bytes.
+        RequestRefusedError: 413 once the body passes ``limit`` bytes.
         trio.BrokenResourceError: the client went away.
     """
     chunks: list[bytes] = []
@@ -252,7 +252,7 @@ async def read_body(receive: Receive, limit: int) -> bytes:
             return b"".join(chunks)
 
 
-def error_response(exc: Refusal, request_id: str) -> Response:
+def error_response(exc: RequestRefusedError, request_id: str) -> Response:
     """The HTTP answer of a refusal."""
     headers: list[tuple[str, str]] = list(exc.headers)
     if exc.retry_after is not None:

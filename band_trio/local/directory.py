@@ -6,7 +6,7 @@ synchronous methods (no I/O, no clock but the injected one): they validate
 untrusted input, mutate the records, return the JSON ``data`` of the answer,
 and queue the WebSocket pushes the change causes in :attr:`Directory.pushes`
 (the server drains and delivers them). A rule violation raises a
-:class:`~band_trio.local.refusal.Refusal` with the platform's status, code and
+:class:`~band_trio.local.refusal.RequestRefusedError` with the platform's status, code and
 details. :class:`~band_trio.local.store.PlatformState` adds the message flow on
 top of it.
 

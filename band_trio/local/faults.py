@@ -6,7 +6,7 @@ import re
 
 import attrs
 
-from band_trio.local.refusal import Refusal, fail
+from band_trio.local.refusal import RequestRefusedError, fail
 
 __all__ = ["Fault", "FaultInjector", "fault_refusal"]
 
@@ -43,7 +43,7 @@ class Fault:
     hits: int = 0
 
 
-def fault_refusal(fault: Fault, *, default_code: str | None = None) -> Refusal:
+def fault_refusal(fault: Fault, *, default_code: str | None = None) -> RequestRefusedError:
     """The refusal a matching request is answered with.
 
     Args:

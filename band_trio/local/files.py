@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 
 from band_trio.local.model import JSON, Principal, StoredFile, new_id, now_ts
-from band_trio.local.refusal import Refusal, bad_request, fail, invalid, not_found
+from band_trio.local.refusal import RequestRefusedError, bad_request, fail, invalid, not_found
 from band_trio.local.store import PlatformState
 
 __all__ = ["download", "sniff_content_type", "upload"]
@@ -52,7 +52,7 @@ def upload(
     the first record.
 
     Raises:
-        Refusal: 404 foreign room, 400 missing ``x-file-name``, 413 too
+        RequestRefusedError: 404 foreign room, 400 missing ``x-file-name``, 413 too
             large, 422 empty or checksum mismatch.
     """
     room = state.room_for(actor, room_id)
@@ -94,7 +94,7 @@ def download(
     ignored (200, whole file); unsatisfiable ones are 416.
 
     Raises:
-        Refusal: 404 for anything unreachable, 416 for a bad range.
+        RequestRefusedError: 404 for anything unreachable, 416 for a bad range.
     """
     room = state.rooms.get(room_id)
     if room is None or actor.id not in room.members or file_id not in room.files:
@@ -127,8 +127,8 @@ def download(
     return 206, headers, stored.data[start : end + 1]
 
 
-def _unsatisfiable(size: int) -> Refusal:
-    return Refusal(
+def _unsatisfiable(size: int) -> RequestRefusedError:
+    return RequestRefusedError(
         416,
         f"range not satisfiable (file has {size} bytes)",
         headers=[("content-range", f"bytes */{size}")],

@@ -1,6 +1,6 @@
-"""How the local platform refuses a request: :class:`Refusal` and its builders.
+"""How the local platform refuses a request: :class:`RequestRefusedError` and its builders.
 
-The platform's rules raise a :class:`Refusal` carrying exactly what the HTTP
+The platform's rules raise a :class:`RequestRefusedError` carrying exactly what the HTTP
 layer answers with: the status, the machine ``code``, the ``message``, and for
 validation errors the ``details`` keyed by JSON pointer. The server never uses
 the client's error classes: it shares no code with the SDK it is tested
@@ -16,7 +16,7 @@ from typing import Any
 from band_trio.errors import BandError
 
 __all__ = [
-    "Refusal",
+    "RequestRefusedError",
     "bad_request",
     "conflict",
     "default_code",
@@ -46,7 +46,7 @@ def default_code(status: int) -> str:
     return _CODES.get(status, "error")
 
 
-class Refusal(BandError):
+class RequestRefusedError(BandError):
     """The local platform refused a request; the HTTP answer it turns into.
 
     Raised by the platform's rules, and by :class:`~band_trio.local.LocalPlatform`
@@ -101,14 +101,14 @@ def fail(
     code: str | None = None,
     details: Mapping[str, Any] | None = None,
     retry_after: float | None = None,
-) -> Refusal:
+) -> RequestRefusedError:
     """Build (not raise) the refusal for an HTTP error answer."""
-    return Refusal(status, message, code=code, details=details, retry_after=retry_after)
+    return RequestRefusedError(status, message, code=code, details=details, retry_after=retry_after)
 
 
 def invalid(
     pointer: str, problem: str, *, message: str | None = None, code: str | None = None
-) -> Refusal:
+) -> RequestRefusedError:
     """A 422 ``validation_error`` naming one JSON pointer."""
     return fail(
         422,
@@ -118,21 +118,21 @@ def invalid(
     )
 
 
-def not_found(what: str) -> Refusal:
+def not_found(what: str) -> RequestRefusedError:
     """A 404 ``not_found``."""
     return fail(404, f"{what} not found")
 
 
-def forbidden(message: str) -> Refusal:
+def forbidden(message: str) -> RequestRefusedError:
     """A 403 ``forbidden``."""
     return fail(403, message)
 
 
-def bad_request(message: str) -> Refusal:
+def bad_request(message: str) -> RequestRefusedError:
     """A 400 ``bad_request``."""
     return fail(400, message)
 
 
-def conflict(message: str) -> Refusal:
+def conflict(message: str) -> RequestRefusedError:
     """A 409 ``conflict``."""
     return fail(409, message)

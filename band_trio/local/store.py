@@ -8,7 +8,7 @@ processing lifecycle (claim, processed, failed), activity reports, and the
 execution gate driven by ``agent.control``. Like the directory, every method is
 plain synchronous code: it validates untrusted input, mutates the records,
 returns the JSON ``data`` of the answer and queues the pushes the change
-causes. A rule violation raises a :class:`~band_trio.local.refusal.Refusal`.
+causes. A rule violation raises a :class:`~band_trio.local.refusal.RequestRefusedError`.
 
 Contacts, memories, tasks, files and delegation live in sibling modules that
 operate on this state.
@@ -556,7 +556,7 @@ class PlatformState(Directory):
         ``reason``, which is left out.
 
         Raises:
-            Refusal: 404 for an unknown agent or room, 422 for a bad mode/scope.
+            RequestRefusedError: 404 for an unknown agent or room, 422 for a bad mode/scope.
         """
         if agent_id not in self.agents:
             raise not_found("agent")

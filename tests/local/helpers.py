@@ -13,15 +13,15 @@ import httpx
 import pytest
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from band_trio.local import AgentCredentials, LocalPlatform, Refusal
+from band_trio.local import AgentCredentials, LocalPlatform, RequestRefusedError
 
 IO_DEADLINE = 10
 
 
 @contextmanager
-def refused(status: int) -> Iterator[pytest.ExceptionInfo[Refusal]]:
-    """Expect the block to raise the platform's :class:`Refusal` with ``status``."""
-    with pytest.raises(Refusal) as caught:
+def refused(status: int) -> Iterator[pytest.ExceptionInfo[RequestRefusedError]]:
+    """Expect the block to raise the platform's :class:`RequestRefusedError` with ``status``."""
+    with pytest.raises(RequestRefusedError) as caught:
         yield caught
     assert caught.value.status == status, caught.value
 

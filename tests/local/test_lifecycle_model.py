@@ -15,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from band_trio.local import Refusal
+from band_trio.local import RequestRefusedError
 from band_trio.local._input import Obj
 from band_trio.local.store import PlatformState
 
@@ -75,7 +75,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             return self.state.mark_failed(self.agent, self.room, mid, Obj({"error": "e"}))
 
         if not self.stopped and not expected["open"]:
-            with pytest.raises(Refusal) as caught:
+            with pytest.raises(RequestRefusedError) as caught:
                 call()
             assert caught.value.status == 422
             assert "/processing_attempt" in caught.value.details

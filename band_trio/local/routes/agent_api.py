@@ -6,7 +6,7 @@ on the platform's state or a feature module and shape its answer.
 
 from __future__ import annotations
 
-import band_trio.local.contacts as contacts
+import band_trio.local.contact_book as contact_book
 import band_trio.local.delegation as delegation
 import band_trio.local.files as files
 import band_trio.local.memories as memories
@@ -242,25 +242,25 @@ def agent_put_board(ctx: Ctx) -> Response:
 
 
 def agent_contacts(ctx: Ctx) -> Response:
-    rows, meta = contacts.agent_contacts(ctx.state, ctx.agent, ctx.query)
+    rows, meta = contact_book.agent_contacts(ctx.state, ctx.agent, ctx.query)
     return ok(rows, metadata=meta)
 
 
 def agent_add_contact(ctx: Ctx) -> Response:
-    return ok(contacts.add_contact(ctx.state, ctx.agent, ctx.obj()))
+    return ok(contact_book.add_contact(ctx.state, ctx.agent, ctx.obj()))
 
 
 def agent_remove_contact(ctx: Ctx) -> Response:
-    return ok(contacts.remove_contact(ctx.state, ctx.agent, ctx.obj()))
+    return ok(contact_book.remove_contact(ctx.state, ctx.agent, ctx.obj()))
 
 
 def agent_contact_requests(ctx: Ctx) -> Response:
-    data, meta = contacts.agent_requests(ctx.state, ctx.agent, ctx.query)
+    data, meta = contact_book.agent_requests(ctx.state, ctx.agent, ctx.query)
     return ok(data, metadata=meta)
 
 
 def agent_respond(ctx: Ctx) -> Response:
-    return ok(contacts.respond(ctx.state, ctx.agent, ctx.obj()))
+    return ok(contact_book.respond(ctx.state, ctx.agent, ctx.obj()))
 
 
 # ------------------------------------------------------------ agent: memories, delegation

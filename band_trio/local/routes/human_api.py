@@ -8,7 +8,7 @@ leaves it open, the local platform chooses: the message list ignores
 
 from __future__ import annotations
 
-import band_trio.local.contacts as contacts
+import band_trio.local.contact_book as contact_book
 import band_trio.local.memories as memories
 from band_trio.local._paging import cursor_page, offset_page, uses_offset
 from band_trio.local.asgi import (
@@ -238,42 +238,42 @@ def me_remove_participant(ctx: Ctx) -> Response:
 
 
 def me_contacts(ctx: Ctx) -> Response:
-    rows, meta = contacts.human_contacts(ctx.state, ctx.user, ctx.query)
+    rows, meta = contact_book.human_contacts(ctx.state, ctx.user, ctx.query)
     return ok(rows, metadata=meta)
 
 
 def me_remove_contact(ctx: Ctx) -> Response:
-    return ok(contacts.remove_contact(ctx.state, ctx.user, ctx.obj()))
+    return ok(contact_book.remove_contact(ctx.state, ctx.user, ctx.obj()))
 
 
 def me_resolve(ctx: Ctx) -> Response:
-    return ok(contacts.resolve_handle(ctx.state, ctx.obj()))
+    return ok(contact_book.resolve_handle(ctx.state, ctx.obj()))
 
 
 def me_requests(ctx: Ctx) -> Response:
-    rows, meta = contacts.human_requests(ctx.state, ctx.user, ctx.query, sent=False)
+    rows, meta = contact_book.human_requests(ctx.state, ctx.user, ctx.query, sent=False)
     return ok(rows, metadata=meta)
 
 
 def me_sent_requests(ctx: Ctx) -> Response:
-    rows, meta = contacts.human_requests(ctx.state, ctx.user, ctx.query, sent=True)
+    rows, meta = contact_book.human_requests(ctx.state, ctx.user, ctx.query, sent=True)
     return ok(rows, metadata=meta)
 
 
 def me_create_request(ctx: Ctx) -> Response:
-    return ok(contacts.human_create_request(ctx.state, ctx.user, ctx.obj()), status=201)
+    return ok(contact_book.human_create_request(ctx.state, ctx.user, ctx.obj()), status=201)
 
 
 def me_approve(ctx: Ctx) -> Response:
-    return ok(contacts.human_settle(ctx.state, ctx.user, ctx.params[0], "approve"))
+    return ok(contact_book.human_settle(ctx.state, ctx.user, ctx.params[0], "approve"))
 
 
 def me_reject(ctx: Ctx) -> Response:
-    return ok(contacts.human_settle(ctx.state, ctx.user, ctx.params[0], "reject"))
+    return ok(contact_book.human_settle(ctx.state, ctx.user, ctx.params[0], "reject"))
 
 
 def me_cancel(ctx: Ctx) -> Response:
-    return ok(contacts.human_settle(ctx.state, ctx.user, ctx.params[0], "cancel"))
+    return ok(contact_book.human_settle(ctx.state, ctx.user, ctx.params[0], "cancel"))
 
 
 # ------------------------------------------------------------ human: memories

@@ -21,7 +21,7 @@ from band_trio.local.asgi import Receive, Scope, Send, Services, json_bytes
 from band_trio.local.faults import fault_refusal
 from band_trio.local.hub import CloseRequest, Connection
 from band_trio.local.model import AgentRecord
-from band_trio.local.refusal import Refusal, fail
+from band_trio.local.refusal import RequestRefusedError, fail
 
 __all__ = ["WS_PATH", "serve_websocket"]
 
@@ -32,7 +32,9 @@ WS_PATH = "/api/v1/socket/websocket"
 _UPGRADE_REFUSAL_CODES = {429: "too_many_requests", 503: "tracking_failed"}
 
 
-async def _refuse(scope: Scope, send: Send, exc: Refusal, request_id: str | None) -> None:
+async def _refuse(
+    scope: Scope, send: Send, exc: RequestRefusedError, request_id: str | None
+) -> None:
     if "websocket.http.response" in scope.get("extensions", {}):
         body = json_bytes(exc.body(request_id))
         headers = [

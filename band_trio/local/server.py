@@ -268,7 +268,7 @@ class LocalPlatform:
 
         Raises:
             KeyError: ``sender`` is not a user of this platform.
-            Refusal: what the REST call would answer, e.g. status 404 for an
+            RequestRefusedError: what the REST call would answer, e.g. status 404 for an
                 unknown room or one the sender is not in, or 422 for blank
                 content or no mention.
         """
@@ -299,7 +299,7 @@ class LocalPlatform:
             The pushed payload.
 
         Raises:
-            Refusal: 404 for an unknown agent or a room the agent is not in,
+            RequestRefusedError: 404 for an unknown agent or a room the agent is not in,
                 422 for a bad mode or scope.
         """
         try:
