@@ -111,8 +111,8 @@ class LocalPlatform:
 
     @property
     def agents(self) -> list[AgentCredentials]:
-        """Credentials of every agent registered through this platform (its Python
-        API or its HTTP APIs) and not deleted since, oldest first."""
+        """Credentials of every agent registered through :meth:`register_agent` or
+        the admin API and not deleted since, oldest first (``[0]`` is the demo agent)."""
         return self._accounts.agents
 
     # ------------------------------------------------------------------ addresses
