@@ -65,8 +65,11 @@ if str(REPO) not in sys.path:  # for tests.interop.venvs (the band-sdk venv)
 
 from _probe import ConnectionProbe, PrincipalConnections, install  # noqa: E402
 
-from band_trio.local import HumanClient, LocalPlatform  # noqa: E402
-from band_trio.local.platform import AgentCredentials  # noqa: E402
+from band_trio.local import (  # noqa: E402
+    AgentCredentials,
+    HumanClient,
+    LocalPlatform,
+)
 
 CONTENDERS = ("band-trio", "band-sdk")
 SUITE = ((20, 20), (200, 5))

@@ -195,7 +195,7 @@ _LOCAL_CODE = """
         "band_trio.HumanClient": lambda: band_trio.HumanClient,
         "from band_trio import LocalPlatform": lambda: exec("from band_trio import LocalPlatform"),
         "import band_trio.local": lambda: importlib.import_module("band_trio.local"),
-        "import band_trio.local.platform": lambda: importlib.import_module("band_trio.local.platform"),
+        "import band_trio.local.server": lambda: importlib.import_module("band_trio.local.server"),
     }
     report = {}
     for way, attempt in WAYS.items():

@@ -1,96 +1,18 @@
 """Reading untrusted request input: JSON bodies and query strings.
 
-Every problem becomes an :class:`~band_trio.errors.APIStatusError` carrying the
+Every problem becomes a :class:`~band_trio.local.refusal.RequestRefusedError` carrying the
 platform's error code and (for 422) ``details`` keyed by JSON pointer, so the
-HTTP layer can render the §4.2 error body. Nothing here raises anything else.
+HTTP layer can render the platform's error body. Nothing here raises anything else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from band_trio.errors import APIStatusError, error_for_status
+from band_trio.local.refusal import invalid
 
-__all__ = [
-    "Obj",
-    "Query",
-    "bad_request",
-    "conflict",
-    "fail",
-    "forbidden",
-    "invalid",
-    "not_found",
-]
-
-_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    409: "conflict",
-    413: "content_too_large",
-    416: "range_not_satisfiable",
-    422: "validation_error",
-    429: "rate_limited",
-    500: "internal_server_error",
-    503: "service_unavailable",
-}
-
-
-def default_code(status: int) -> str:
-    """The platform error code used for ``status`` when nothing more precise applies."""
-    return _CODES.get(status, "error")
-
-
-def fail(
-    status: int,
-    message: str,
-    *,
-    code: str | None = None,
-    details: Mapping[str, Any] | None = None,
-    retry_after: float | None = None,
-) -> APIStatusError:
-    """Build (not raise) the typed error for an HTTP error answer."""
-    return error_for_status(status)(
-        status,
-        code=code or default_code(status),
-        message=message,
-        details=details,
-        retry_after=retry_after,
-    )
-
-
-def invalid(
-    pointer: str, problem: str, *, message: str | None = None, code: str | None = None
-) -> APIStatusError:
-    """A 422 ``validation_error`` naming one JSON pointer."""
-    return fail(
-        422,
-        message or f"{pointer or '/'} {problem}",
-        code=code or "validation_error",
-        details={pointer or "/": [problem]},
-    )
-
-
-def not_found(what: str) -> APIStatusError:
-    """A 404 ``not_found``."""
-    return fail(404, f"{what} not found")
-
-
-def forbidden(message: str) -> APIStatusError:
-    """A 403 ``forbidden``."""
-    return fail(403, message)
-
-
-def bad_request(message: str) -> APIStatusError:
-    """A 400 ``bad_request``."""
-    return fail(400, message)
-
-
-def conflict(message: str) -> APIStatusError:
-    """A 409 ``conflict``."""
-    return fail(409, message)
+__all__ = ["Obj", "Query"]
 
 
 class Obj:
@@ -101,7 +23,7 @@ class Obj:
         pointer: JSON pointer of this object in the body, for error details.
 
     Raises:
-        APIStatusError: 422 when ``data`` is not an object.
+        RequestRefusedError: 422 when ``data`` is not an object.
     """
 
     __slots__ = ("data", "pointer")
@@ -128,7 +50,7 @@ class Obj:
         """The raw value of ``key``; None when absent, or null and that is allowed.
 
         Raises:
-            APIStatusError: 422 when a required key is absent, or null where
+            RequestRefusedError: 422 when a required key is absent, or null where
                 null is not allowed.
         """
         if key not in self.data:

@@ -6,7 +6,8 @@ import bisect
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from band_trio.local._input import Query, invalid
+from band_trio.local._input import Query
+from band_trio.local.refusal import invalid
 
 T = TypeVar("T")
 
@@ -74,7 +75,7 @@ def uses_offset(query: Query) -> bool:
     """True when the request uses the deprecated ``page``/``page_size`` parameters.
 
     Raises:
-        APIStatusError: 422 when cursor and offset parameters are mixed.
+        RequestRefusedError: 422 when cursor and offset parameters are mixed.
     """
     offset = query.has("page") or query.has("page_size")
     if offset and query.has("cursor"):

@@ -1,4 +1,4 @@
-"""Delegation token exchange (#38), simplified and deterministic.
+"""Delegation token exchange (``POST /delegation/token``), simplified and deterministic.
 
 The real platform exchanges a token with an MCP connector on behalf of the
 human who triggered a message. The local platform keeps the documented checks
@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
-from band_trio.local._input import Obj, fail, invalid, not_found
-
-if TYPE_CHECKING:
-    from band_trio.local.model import JSON, Agent
-    from band_trio.local.store import PlatformState
+from band_trio.local._input import Obj
+from band_trio.local.model import JSON, AgentRecord
+from band_trio.local.refusal import fail, invalid, not_found
+from band_trio.local.store import PlatformState
 
 __all__ = ["PER_MESSAGE_CAP", "PROCESSING_WINDOW", "RATE_LIMIT", "RATE_WINDOW", "exchange"]
 
@@ -46,7 +44,7 @@ def _parse_ts(value: str) -> datetime:
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
-def exchange(state: PlatformState, agent: Agent, body: Obj) -> JSON:
+def exchange(state: PlatformState, agent: AgentRecord, body: Obj) -> JSON:
     """Exchange a delegated token for ``body.message_id`` and ``body.audience``."""
     audience = body.req_str("audience", max_len=200)
     message_id = body.req_str("message_id", max_len=200)

@@ -6,7 +6,9 @@ import re
 
 import attrs
 
-__all__ = ["Fault", "FaultInjector"]
+from band_trio.local.refusal import RequestRefusedError, fail
+
+__all__ = ["Fault", "FaultInjector", "fault_refusal"]
 
 
 @attrs.define(eq=False)
@@ -39,6 +41,22 @@ class Fault:
     code: str | None = None
     message: str | None = None
     hits: int = 0
+
+
+def fault_refusal(fault: Fault, *, default_code: str | None = None) -> RequestRefusedError:
+    """The refusal a matching request is answered with.
+
+    Args:
+        fault: the rule that matched.
+        default_code: the error code when the rule names none (else the usual
+            code of the status).
+    """
+    return fail(
+        fault.status,
+        fault.message or f"injected fault (HTTP {fault.status})",
+        code=fault.code or default_code,
+        retry_after=fault.retry_after,
+    )
 
 
 class FaultInjector:

@@ -1,20 +1,16 @@
-"""Room files: upload with sha256 and dedupe, download with ``Range`` (#19, #20)."""
+"""Room files: upload with sha256 and dedupe, download with ``Range``."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
-from band_trio.local._input import bad_request, fail, invalid, not_found
-from band_trio.local.model import JSON, StoredFile, new_id, now_ts
+from band_trio.local.model import JSON, Principal, StoredFile, new_id, now_ts
+from band_trio.local.refusal import RequestRefusedError, bad_request, fail, invalid, not_found
+from band_trio.local.store import PlatformState
 
-if TYPE_CHECKING:
-    from band_trio.local.model import Principal
-    from band_trio.local.store import PlatformState
-
-__all__ = ["attachment_json", "download", "sniff_content_type", "upload"]
+__all__ = ["download", "sniff_content_type", "upload"]
 
 _RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -43,19 +39,6 @@ def sniff_content_type(data: bytes, declared: str | None) -> str:
     return "text/plain"
 
 
-def attachment_json(stored: StoredFile) -> JSON:
-    """Attachment."""
-    return {
-        "id": stored.id,
-        "name": stored.name,
-        "content_type": stored.content_type,
-        "bytes": len(stored.data),
-        "sha256": stored.sha256,
-        "has_thumb": False,
-        "expires_at": None,
-    }
-
-
 def upload(
     state: PlatformState,
     actor: Principal,
@@ -65,11 +48,11 @@ def upload(
     *,
     max_bytes: int,
 ) -> JSON:
-    """Store ``data`` as a room file (#19). Identical bytes in one room dedupe to
+    """Store ``data`` as a room file (``PUT /chats/{room}/files``). Identical bytes in one room dedupe to
     the first record.
 
     Raises:
-        APIStatusError: 404 foreign room, 400 missing ``x-file-name``, 413 too
+        RequestRefusedError: 404 foreign room, 400 missing ``x-file-name``, 413 too
             large, 422 empty or checksum mismatch.
     """
     room = state.room_for(actor, room_id)
@@ -87,7 +70,7 @@ def upload(
         raise invalid("/x-file-sha256", "does not match the uploaded bytes")
     for stored in room.files.values():
         if stored.sha256 == digest:
-            return attachment_json(stored)
+            return stored.attachment_json()
     stored = StoredFile(
         id=new_id(),
         room_id=room.id,
@@ -99,19 +82,19 @@ def upload(
         inserted_at=now_ts(),
     )
     room.files[stored.id] = stored
-    return attachment_json(stored)
+    return stored.attachment_json()
 
 
 def download(
     state: PlatformState, actor: Principal, room_id: str, file_id: str, range_header: str | None
 ) -> tuple[int, list[tuple[str, str]], bytes]:
-    """The bytes of a room file (#20) as ``(status, headers, body)``.
+    """The bytes of a room file (``GET /chats/{room}/files/{id}``) as ``(status, headers, body)``.
 
     ``Range: bytes=a-b | a- | -n`` is honoured (206); unparseable ranges are
     ignored (200, whole file); unsatisfiable ones are 416.
 
     Raises:
-        APIStatusError: 404 for anything unreachable, 416 for a bad range.
+        RequestRefusedError: 404 for anything unreachable, 416 for a bad range.
     """
     room = state.rooms.get(room_id)
     if room is None or actor.id not in room.members or file_id not in room.files:
@@ -144,10 +127,12 @@ def download(
     return 206, headers, stored.data[start : end + 1]
 
 
-def _unsatisfiable(size: int) -> Exception:
-    error = fail(416, f"range not satisfiable (file has {size} bytes)")
-    error.details = {"content_range": [f"bytes */{size}"]}
-    return error
+def _unsatisfiable(size: int) -> RequestRefusedError:
+    return RequestRefusedError(
+        416,
+        f"range not satisfiable (file has {size} bytes)",
+        headers=[("content-range", f"bytes */{size}")],
+    )
 
 
 def _quote(name: str) -> str:

@@ -18,13 +18,15 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
+import socket
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 import trio
 
-from band_trio.local.model import JSON, Agent, Principal, Push, new_id
+from band_trio.local.model import JSON, AgentRecord, Principal, Push, new_id
 from band_trio.local.store import PlatformState
 
 __all__ = ["CloseRequest", "Connection", "Hub", "HubStatistics"]
@@ -69,7 +71,7 @@ class Connection:
     @property
     def is_agent(self) -> bool:
         """Whether this is an agent connection."""
-        return isinstance(self.principal, Agent)
+        return isinstance(self.principal, AgentRecord)
 
 
 @attrs.frozen
@@ -143,7 +145,7 @@ class Hub:
     ) -> Connection:
         """Register a new socket. An agent's older sockets are superseded: each
         gets a ``supersede`` push on ``agent_control`` and is then closed."""
-        if isinstance(principal, Agent):
+        if isinstance(principal, AgentRecord):
             for old in self.connections(principal.id):
                 self._supersede(old)
         send, receive = trio.open_memory_channel[OutItem](self.queue_size)
@@ -190,6 +192,21 @@ class Hub:
         self._enqueue(old, CloseRequest(1000))
         # It gets nothing else: unregister now, the socket task closes it.
         self.close(old)
+
+    def drop(self, principal_id: str, *, abnormal: bool) -> list[Connection]:
+        """Drop every live socket of a principal; returns them.
+
+        With ``abnormal`` the TCP connection is shut down without a WebSocket
+        close frame (the client sees code 1006) where the OS allows it;
+        otherwise the socket task is cancelled and the server closes with 1011.
+        Wait on each connection's ``closed`` event to know it is gone.
+        """
+        conns = self.connections(principal_id)
+        for conn in conns:
+            if abnormal and conn.client and conn.server and _shutdown_tcp(conn.client, conn.server):
+                continue
+            conn.cancel_scope.cancel()
+        return conns
 
     def disconnect(self, conn: Connection, code: int = 1000) -> None:
         """Close a socket from the server side with a close frame."""
@@ -305,3 +322,27 @@ def _ref(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return None
+
+
+def _shutdown_tcp(client: tuple[str, int], server: tuple[str, int]) -> bool:
+    """Shut down the server-side TCP socket of one connection without a
+    WebSocket close frame (Linux: found through ``/proc/self/fd``)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    family = socket.AF_INET6 if ":" in client[0] else socket.AF_INET
+    for name in fds:
+        try:
+            sock = socket.fromfd(int(name), family, socket.SOCK_STREAM)
+        except (OSError, ValueError):
+            continue
+        try:
+            if tuple(sock.getpeername()[:2]) == client and tuple(sock.getsockname()[:2]) == server:
+                sock.shutdown(socket.SHUT_RDWR)
+                return True
+        except OSError:
+            continue
+        finally:
+            sock.close()
+    return False

@@ -16,7 +16,7 @@ from typing import Any, cast
 import httpx
 
 from band_trio.errors import BandConnectionError, BandTimeoutError, error_for_status
-from band_trio.local.platform import AgentCredentials
+from band_trio.local.accounts import AgentCredentials
 
 __all__ = ["HumanClient"]
 

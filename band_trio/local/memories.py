@@ -1,16 +1,14 @@
-"""Agent memories (#33-#37) and the human ``/me/memories`` views."""
+"""Agent memories (``/memories...``) and the human ``/me/memories`` views."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from band_trio.local._input import Obj, Query, fail, forbidden, invalid, not_found
+from band_trio.local._input import Obj, Query
 from band_trio.local._paging import cursor_page, offset_page, uses_offset
-from band_trio.local.model import JSON, Agent, Memory, User, new_id, now_ts
-
-if TYPE_CHECKING:
-    from band_trio.local.store import PlatformState
+from band_trio.local.model import JSON, AgentRecord, Memory, UserRecord, new_id, now_ts
+from band_trio.local.refusal import fail, forbidden, invalid, not_found
+from band_trio.local.store import PlatformState
 
 __all__ = [
     "archive",
@@ -66,8 +64,8 @@ def memory_json(memory: Memory) -> JSON:
     }
 
 
-def create(state: PlatformState, agent: Agent, body: Obj) -> JSON:
-    """Store a memory (#34) after the scope/system/type/segment checks."""
+def create(state: PlatformState, agent: AgentRecord, body: Obj) -> JSON:
+    """Store a memory (``POST /memories``) after the scope/system/type/segment checks."""
     req = body.req_obj("memory")
     content = req.req_str("content", max_len=MAX_CONTENT)
     if not content.strip():
@@ -165,9 +163,9 @@ def _page(
 
 
 def list_memories(
-    state: PlatformState, agent: Agent, query: Query
+    state: PlatformState, agent: AgentRecord, query: Query
 ) -> tuple[list[JSON], JSON, bool]:
-    """List memories (#33). Returns ``(rows, metadata, deprecated_offset_used)``."""
+    """List memories (``GET /memories``). Returns ``(rows, metadata, deprecated_offset_used)``."""
     whose = query.str_("memory_scope", choices=("me", "org"), default="me")
     if whose == "org":
         org = state.organization_of(agent)
@@ -185,7 +183,7 @@ def list_memories(
     return _page(rows, query, memory_json)
 
 
-def _visible_to_agent(state: PlatformState, agent: Agent, memory_id: str) -> Memory:
+def _visible_to_agent(state: PlatformState, agent: AgentRecord, memory_id: str) -> Memory:
     memory = state.memories.get(memory_id)
     if memory is None:
         raise not_found("memory")
@@ -197,12 +195,12 @@ def _visible_to_agent(state: PlatformState, agent: Agent, memory_id: str) -> Mem
     raise not_found("memory")
 
 
-def get(state: PlatformState, agent: Agent, memory_id: str) -> JSON:
-    """One memory (#35)."""
+def get(state: PlatformState, agent: AgentRecord, memory_id: str) -> JSON:
+    """One memory (``GET /memories/{id}``)."""
     return memory_json(_visible_to_agent(state, agent, memory_id))
 
 
-def _transition(state: PlatformState, agent: Agent, memory_id: str, status: str) -> JSON:
+def _transition(state: PlatformState, agent: AgentRecord, memory_id: str, status: str) -> JSON:
     memory = _visible_to_agent(state, agent, memory_id)
     if memory.source_agent_id != agent.id:
         raise forbidden("only the agent that stored a memory can change it")
@@ -212,13 +210,13 @@ def _transition(state: PlatformState, agent: Agent, memory_id: str, status: str)
     return memory_json(memory)
 
 
-def supersede(state: PlatformState, agent: Agent, memory_id: str) -> JSON:
-    """Soft-delete a memory (#36); only its source agent."""
+def supersede(state: PlatformState, agent: AgentRecord, memory_id: str) -> JSON:
+    """Soft-delete a memory (``POST /memories/{id}/supersede``); only its source agent."""
     return _transition(state, agent, memory_id, "superseded")
 
 
-def archive(state: PlatformState, agent: Agent, memory_id: str) -> JSON:
-    """Hide a memory (#37); only its source agent (humans can restore)."""
+def archive(state: PlatformState, agent: AgentRecord, memory_id: str) -> JSON:
+    """Hide a memory (``POST /memories/{id}/archive``); only its source agent (humans can restore)."""
     return _transition(state, agent, memory_id, "archived")
 
 
@@ -239,7 +237,7 @@ def _user_memory_json(state: PlatformState, memory: Memory) -> JSON:
     return out
 
 
-def _visible_to_user(state: PlatformState, user: User, memory: Memory) -> bool:
+def _visible_to_user(state: PlatformState, user: UserRecord, memory: Memory) -> bool:
     source = state.agents.get(memory.source_agent_id or "")
     if source is not None and source.owner_id == user.id:
         return True
@@ -252,7 +250,9 @@ def _visible_to_user(state: PlatformState, user: User, memory: Memory) -> bool:
     )
 
 
-def human_list(state: PlatformState, user: User, query: Query) -> tuple[list[JSON], JSON, bool]:
+def human_list(
+    state: PlatformState, user: UserRecord, query: Query
+) -> tuple[list[JSON], JSON, bool]:
     """``GET /me/memories``."""
     keep = _filters(query, default_scope="all")
     source_agent_id = query.str_("source_agent_id")
@@ -268,25 +268,25 @@ def human_list(state: PlatformState, user: User, query: Query) -> tuple[list[JSO
     return _page(rows, query, lambda m: _user_memory_json(state, m))
 
 
-def _human_memory(state: PlatformState, user: User, memory_id: str) -> Memory:
+def _human_memory(state: PlatformState, user: UserRecord, memory_id: str) -> Memory:
     memory = state.memories.get(memory_id)
     if memory is None or not _visible_to_user(state, user, memory):
         raise not_found("memory")
     return memory
 
 
-def human_get(state: PlatformState, user: User, memory_id: str) -> JSON:
+def human_get(state: PlatformState, user: UserRecord, memory_id: str) -> JSON:
     """``GET /me/memories/{id}``."""
     return _user_memory_json(state, _human_memory(state, user, memory_id))
 
 
-def human_delete(state: PlatformState, user: User, memory_id: str) -> None:
+def human_delete(state: PlatformState, user: UserRecord, memory_id: str) -> None:
     """``DELETE /me/memories/{id}`` (hard delete)."""
     memory = _human_memory(state, user, memory_id)
     del state.memories[memory.id]
 
 
-def human_transition(state: PlatformState, user: User, memory_id: str, action: str) -> JSON:
+def human_transition(state: PlatformState, user: UserRecord, memory_id: str, action: str) -> JSON:
     """``POST /me/memories/{id}/supersede|archive|restore`` (restore: 422 when active)."""
     memory = _human_memory(state, user, memory_id)
     if action == "restore":

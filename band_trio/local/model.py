@@ -2,7 +2,9 @@
 
 Plain mutable ``attrs`` records, owned by :class:`~band_trio.local.store.PlatformState`.
 Tests may read them (``platform.state``); only the state's operations mutate them.
-API keys are stored here but never shown in a ``repr``.
+API keys are stored here but never shown in a ``repr``. The records are named
+``...Record`` so that they never read like the SDK's own ``Agent`` or ``Room``:
+they are the server's bookkeeping, not the client's view of it.
 """
 
 from __future__ import annotations
@@ -16,25 +18,27 @@ from typing import Any, Literal
 import attrs
 
 __all__ = [
-    "Agent",
-    "Attempt",
-    "Board",
-    "Contact",
-    "ContactRequest",
+    "JSON",
+    "AgentRecord",
+    "AttemptRecord",
+    "BoardRecord",
+    "ContactRecord",
+    "ContactRequestRecord",
     "Delivery",
     "Membership",
     "Memory",
     "Message",
     "Principal",
     "Push",
-    "Room",
+    "RoomRecord",
     "StoredFile",
-    "TaskAssignment",
+    "TaskAssignmentRecord",
     "TaskRecord",
-    "User",
+    "UserRecord",
     "new_id",
     "new_key",
     "now_ts",
+    "slugify",
 ]
 
 JSON = dict[str, Any]
@@ -66,7 +70,7 @@ def slugify(name: str) -> str:
 
 
 @attrs.define(eq=False)
-class User:
+class UserRecord:
     """A human account (authenticates with a user API key on ``/api/v1/me``)."""
 
     id: str
@@ -87,7 +91,7 @@ class User:
 
 
 @attrs.define(eq=False)
-class Agent:
+class AgentRecord:
     """An agent account, owned by a user; its handle is ``<owner handle>/<slug>``."""
 
     id: str
@@ -107,7 +111,7 @@ class Agent:
     kind: PrincipalType = "Agent"
 
 
-Principal = User | Agent
+Principal = UserRecord | AgentRecord
 
 
 @attrs.define(eq=False)
@@ -122,7 +126,7 @@ class Membership:
 
 
 @attrs.define(eq=False)
-class Attempt:
+class AttemptRecord:
     """One processing attempt of a delivery (``processing`` while open)."""
 
     number: int
@@ -141,10 +145,10 @@ class Delivery:
     status: str = "delivered"  # delivered | processing | processed | failed
     delivered_at: str = attrs.Factory(now_ts)
     processed_at: str | None = None
-    attempts: list[Attempt] = attrs.Factory(list)
+    attempts: list[AttemptRecord] = attrs.Factory(list)
 
     @property
-    def active_attempt(self) -> Attempt | None:
+    def active_attempt(self) -> AttemptRecord | None:
         """The open attempt, if the delivery is mid-attempt."""
         if self.attempts and self.attempts[-1].status == "processing":
             return self.attempts[-1]
@@ -189,9 +193,21 @@ class StoredFile:
     uploaded_by: str
     inserted_at: str
 
+    def attachment_json(self) -> JSON:
+        """The file as a message lists it (the ``Attachment`` shape)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "content_type": self.content_type,
+            "bytes": len(self.data),
+            "sha256": self.sha256,
+            "has_thumb": False,
+            "expires_at": None,
+        }
+
 
 @attrs.define(eq=False)
-class TaskAssignment:
+class TaskAssignmentRecord:
     """One participant's progress on a task."""
 
     assignee_id: str
@@ -214,15 +230,33 @@ class TaskRecord:
     created_by: str
     inserted_at: str
     updated_at: str
-    assignments: dict[str, TaskAssignment] = attrs.Factory(dict)
+    assignments: dict[str, TaskAssignmentRecord] = attrs.Factory(dict)
     started_at: str | None = None
     completed_at: str | None = None
     superseded_by_id: str | None = None
     history: list[JSON] = attrs.Factory(list)
 
+    def overall_status(self) -> str:
+        """The server roll-up of every assignee's status."""
+        statuses = [a.status for a in self.assignments.values()]
+        if not statuses:
+            return "pending"
+        for status in ("blocked", "failed"):
+            if status in statuses:
+                return status
+        if all(s == "completed" for s in statuses):
+            return "completed"
+        if "in_progress" in statuses:
+            return "in_progress"
+        if "in_review" in statuses:
+            return "in_review"
+        if "completed" in statuses:
+            return "in_progress"
+        return "pending"
+
 
 @attrs.define(eq=False)
-class Board:
+class BoardRecord:
     """A room's goal."""
 
     goal_title: str | None = None
@@ -235,7 +269,7 @@ class Board:
 
 
 @attrs.define(eq=False)
-class Room:
+class RoomRecord:
     """A chat room with its roster, messages and per-agent indexes."""
 
     id: str
@@ -261,11 +295,24 @@ class Room:
     files: dict[str, StoredFile] = attrs.Factory(dict)
     tasks: list[TaskRecord] = attrs.Factory(list)
     next_task_number: int = 1
-    board: Board = attrs.Factory(Board)
+    board: BoardRecord = attrs.Factory(BoardRecord)
+
+    def find_task(self, ref: str | int) -> TaskRecord | None:
+        """A task of this room by UUID or board number (``3`` or ``"3"``)."""
+        if isinstance(ref, int) or ref.isdigit():
+            number = int(ref)
+            for task in self.tasks:
+                if task.number == number:
+                    return task
+            return None
+        for task in self.tasks:
+            if task.id == ref:
+                return task
+        return None
 
 
 @attrs.define(eq=False)
-class ContactRequest:
+class ContactRequestRecord:
     """A contact request between two principals."""
 
     id: str
@@ -278,7 +325,7 @@ class ContactRequest:
 
 
 @attrs.define(eq=False)
-class Contact:
+class ContactRecord:
     """An established (symmetric) contact between two principals."""
 
     id: str

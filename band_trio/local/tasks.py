@@ -1,25 +1,27 @@
-"""Room task board and goal (protocol.md §4.4 #21-#27)."""
+"""Room task board and goal (``/chats/{room}/tasks...`` and ``/chats/{room}/board``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from band_trio.local._input import Obj, Query, invalid, not_found
+from band_trio.local._input import Obj, Query
 from band_trio.local._paging import cursor_page
-from band_trio.local.model import JSON, Room, TaskAssignment, TaskRecord, new_id, now_ts
-
-if TYPE_CHECKING:
-    from band_trio.local.model import Principal
-    from band_trio.local.store import PlatformState
+from band_trio.local.model import (
+    JSON,
+    Principal,
+    RoomRecord,
+    TaskAssignmentRecord,
+    TaskRecord,
+    new_id,
+    now_ts,
+)
+from band_trio.local.refusal import invalid, not_found
+from band_trio.local.store import PlatformState
 
 __all__ = [
     "board_json",
     "create_task",
-    "find_task",
     "get_board",
     "get_task",
     "list_tasks",
-    "overall_status",
     "put_board",
     "task_history",
     "task_json",
@@ -31,39 +33,6 @@ WORK_STATUSES = ("pending", "in_progress", "blocked", "in_review", "failed", "co
 HISTORY_EMBED = 100
 MAX_SUBJECT = 200
 MAX_DETAIL = 10000
-
-
-def find_task(room: Room, ref: str | int) -> TaskRecord | None:
-    """A task of ``room`` by UUID or board number (``3`` or ``"3"``)."""
-    if isinstance(ref, int) or ref.isdigit():
-        number = int(ref)
-        for task in room.tasks:
-            if task.number == number:
-                return task
-        return None
-    for task in room.tasks:
-        if task.id == ref:
-            return task
-    return None
-
-
-def overall_status(task: TaskRecord) -> str:
-    """The server roll-up of every assignee's status."""
-    statuses = [a.status for a in task.assignments.values()]
-    if not statuses:
-        return "pending"
-    for status in ("blocked", "failed"):
-        if status in statuses:
-            return status
-    if all(s == "completed" for s in statuses):
-        return "completed"
-    if "in_progress" in statuses:
-        return "in_progress"
-    if "in_review" in statuses:
-        return "in_review"
-    if "completed" in statuses:
-        return "in_progress"
-    return "pending"
 
 
 def _event_json(state: PlatformState, event: JSON) -> JSON:
@@ -84,7 +53,7 @@ def task_json(state: PlatformState, task: TaskRecord, *, include_history: bool =
         "subject": task.subject,
         "detail": task.detail,
         "state": task.state,
-        "overall_status": overall_status(task),
+        "overall_status": task.overall_status(),
         "assignments": [
             {
                 "assignee": state.actor_json(a.assignee_id),
@@ -122,24 +91,26 @@ def _record(task: TaskRecord, actor_id: str, event: str, payload: JSON) -> None:
     task.updated_at = ts
 
 
-def _task_or_404(room: Room, ref: str) -> TaskRecord:
-    task = find_task(room, ref)
+def _task_or_404(room: RoomRecord, ref: str) -> TaskRecord:
+    task = room.find_task(ref)
     if task is None:
         raise not_found("task")
     return task
 
 
-def _push_task(state: PlatformState, room: Room, event: str, task: TaskRecord) -> None:
+def _push_task(state: PlatformState, room: RoomRecord, event: str, task: TaskRecord) -> None:
     payload = task_json(state, task)
     for member in room.members.values():
         if member.type == "User":
-            state._push(f"tasks:{member.participant_id}", event, payload, [member.participant_id])
+            state.queue_push(
+                f"tasks:{member.participant_id}", event, payload, [member.participant_id]
+            )
 
 
 def list_tasks(
     state: PlatformState, actor: Principal, room_id: str, query: Query
 ) -> tuple[list[JSON], JSON]:
-    """List tasks (#21), ordered by number."""
+    """List tasks (``GET /chats/{room}/tasks``), ordered by number."""
     room = state.room_for(actor, room_id)
     wanted = query.str_("state", choices=(*TASK_STATES, "all"), default="active")
     limit = query.int_("limit", default=50, maximum=100)
@@ -153,7 +124,7 @@ def list_tasks(
 
 
 def create_task(state: PlatformState, actor: Principal, room_id: str, body: Obj) -> JSON:
-    """Create a task (#22); the creator is not auto-assigned."""
+    """Create a task (``POST /chats/{room}/tasks``); the creator is not auto-assigned."""
     room = state.room_for(actor, room_id)
     subject = body.req_str("subject", max_len=MAX_SUBJECT).strip()
     if not subject:
@@ -164,7 +135,7 @@ def create_task(state: PlatformState, actor: Principal, room_id: str, body: Obj)
     if supersedes is not None:
         if isinstance(supersedes, bool) or not isinstance(supersedes, str | int):
             raise invalid(body.at("supersedes_id"), "must be a task id or number")
-        old = find_task(room, supersedes)
+        old = room.find_task(supersedes)
         if old is None or old.state != "active":
             raise invalid(body.at("supersedes_id"), "must name an active task of this room")
     ts = now_ts()
@@ -192,14 +163,14 @@ def create_task(state: PlatformState, actor: Principal, room_id: str, body: Obj)
 
 
 def get_task(state: PlatformState, actor: Principal, room_id: str, ref: str, query: Query) -> JSON:
-    """One task in any state (#23); ``include=history`` embeds recent events."""
+    """One task in any state (``GET /chats/{room}/tasks/{id}``); ``include=history`` embeds recent events."""
     room = state.room_for(actor, room_id)
     task = _task_or_404(room, ref)
     return task_json(state, task, include_history="history" in query.includes)
 
 
 def update_task(state: PlatformState, actor: Principal, room_id: str, ref: str, body: Obj) -> JSON:
-    """Update a task (#24): the caller's own progress, notes, edits and lifecycle."""
+    """Update a task (``POST /chats/{room}/tasks/{id}``): the caller's own progress, notes, edits and lifecycle."""
     room = state.room_for(actor, room_id)
     task = _task_or_404(room, ref)
     fields = ("active_form", "comment", "detail", "linked_native_id", "state", "status", "subject")
@@ -238,7 +209,7 @@ def update_task(state: PlatformState, actor: Principal, room_id: str, ref: str, 
     if status is not None or active_form is not None or linked is not None:
         assignment = task.assignments.get(actor.id)
         if assignment is None:
-            assignment = TaskAssignment(actor.id, "pending", "", "", ts)
+            assignment = TaskAssignmentRecord(actor.id, "pending", "", "", ts)
             task.assignments[actor.id] = assignment
         if status is not None and status != assignment.status:
             _record(
@@ -255,7 +226,7 @@ def update_task(state: PlatformState, actor: Principal, room_id: str, ref: str, 
         assignment.updated_at = ts
     if comment is not None:
         _record(task, actor.id, "commented", {"text": comment})
-    rollup = overall_status(task)
+    rollup = task.overall_status()
     if task.started_at is None and rollup != "pending":
         task.started_at = ts
     task.completed_at = (task.completed_at or ts) if rollup == "completed" else None
@@ -270,7 +241,7 @@ def update_task(state: PlatformState, actor: Principal, room_id: str, ref: str, 
 def task_history(
     state: PlatformState, actor: Principal, room_id: str, ref: str, query: Query
 ) -> tuple[list[JSON], JSON]:
-    """A task's append-only ledger, oldest first (#25)."""
+    """A task's append-only ledger, oldest first (``GET /chats/{room}/tasks/{id}/history``)."""
     room = state.room_for(actor, room_id)
     task = _task_or_404(room, ref)
     limit = query.int_("limit", default=50, maximum=100)
@@ -284,7 +255,7 @@ def task_history(
     }
 
 
-def board_json(state: PlatformState, room: Room, *, include_history: bool = False) -> JSON:
+def board_json(state: PlatformState, room: RoomRecord, *, include_history: bool = False) -> JSON:
     """Board."""
     board = room.board
     out: JSON = {
@@ -303,13 +274,13 @@ def board_json(state: PlatformState, room: Room, *, include_history: bool = Fals
 
 
 def get_board(state: PlatformState, actor: Principal, room_id: str, query: Query) -> JSON:
-    """The room goal (#26)."""
+    """The room goal (``GET /chats/{room}/board``)."""
     room = state.room_for(actor, room_id)
     return board_json(state, room, include_history="history" in query.includes)
 
 
 def put_board(state: PlatformState, actor: Principal, room_id: str, body: Obj) -> JSON:
-    """Upsert the room goal (#27); any participant may set it."""
+    """Upsert the room goal (``PUT /chats/{room}/board``); any participant may set it."""
     room = state.room_for(actor, room_id)
     title = body.str_("goal_title", max_len=MAX_SUBJECT)
     summary = body.str_("goal_summary", max_len=MAX_DETAIL)

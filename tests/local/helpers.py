@@ -5,14 +5,25 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from band_trio.local import AgentCredentials, LocalPlatform
+from band_trio.local import AgentCredentials, LocalPlatform, RequestRefusedError
 
 IO_DEADLINE = 10
+
+
+@contextmanager
+def refused(status: int) -> Iterator[pytest.ExceptionInfo[RequestRefusedError]]:
+    """Expect the block to raise the platform's :class:`RequestRefusedError` with ``status``."""
+    with pytest.raises(RequestRefusedError) as caught:
+        yield caught
+    assert caught.value.status == status, caught.value
 
 
 def agent_http(platform: LocalPlatform, creds: AgentCredentials) -> httpx.AsyncClient:
@@ -31,7 +42,7 @@ def user_http(platform: LocalPlatform, api_key: str | None = None) -> httpx.Asyn
 
 
 def assert_error(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
-    """The response is an error with the §4.2 body; returns ``error``."""
+    """The response is an error with the platform's error body; returns ``error``."""
     assert response.status_code == status, response.text
     body = response.json()
     error = body["error"]

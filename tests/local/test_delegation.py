@@ -1,4 +1,4 @@
-"""Delegation token exchange (#38): the simplified, deterministic checks."""
+"""Delegation token exchange (``POST /delegation/token``): the simplified, deterministic checks."""
 
 from __future__ import annotations
 

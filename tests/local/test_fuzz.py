@@ -1,6 +1,6 @@
 """Property: random JSON bodies to the main write endpoints never crash the platform.
 
-Every answer is 2xx or 4xx; every 4xx carries the §4.2 error body (416, whose
+Every answer is 2xx or 4xx; every 4xx carries the platform's error body (416, whose
 body the official client declares as a string, is not reachable here).
 
 Hypothesis runs each example in its own ``trio.run``, so the requests go to the

@@ -6,6 +6,7 @@ import pytest
 import trio
 
 from band_trio.errors import (
+    BandConnectionError,
     ConflictError,
     NotFoundError,
     PermissionDeniedError,
@@ -363,7 +364,6 @@ async def test_delete_agent_needs_force_with_history(
 
 
 async def test_human_client_connection_error_is_typed() -> None:
-    from band_trio.errors import BandConnectionError
 
     async with HumanClient(base_url="http://127.0.0.1:9", api_key="k") as client:
         with trio.fail_after(IO_DEADLINE), pytest.raises(BandConnectionError):

@@ -6,6 +6,8 @@ import httpx
 import trio
 
 from band_trio.local import AgentCredentials, HumanClient, LocalPlatform
+from band_trio.local._input import Obj
+from band_trio.local.store import ACTIVITY_TTL, PlatformState
 from tests.local.helpers import IO_DEADLINE, assert_error
 
 
@@ -351,8 +353,6 @@ async def test_activity_validation(agent: httpx.AsyncClient, room: str) -> None:
 
 
 def test_working_status_expires_after_the_activity_ttl() -> None:
-    from band_trio.local._input import Obj
-    from band_trio.local.store import ACTIVITY_TTL, PlatformState
 
     now = [100.0]
     state = PlatformState(clock=lambda: now[0])

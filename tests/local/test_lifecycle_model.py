@@ -2,7 +2,8 @@
 
 Drives the sans-io state directly (no sockets): posts, claims, settlements,
 stop/play and `/next`, and checks every answer and every delivery against a
-small reference model of protocol.md §5.1/§5.2/§5.6.
+small reference model of the lifecycle: claim, processed, failed, the
+execution gate, and the oldest-actionable rule of ``/next``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from band_trio.errors import APIStatusError
+from band_trio.local import RequestRefusedError
 from band_trio.local._input import Obj
 from band_trio.local.store import PlatformState
 
@@ -74,9 +75,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             return self.state.mark_failed(self.agent, self.room, mid, Obj({"error": "e"}))
 
         if not self.stopped and not expected["open"]:
-            with pytest.raises(APIStatusError) as caught:
+            with pytest.raises(RequestRefusedError) as caught:
                 call()
-            assert caught.value.status_code == 422
+            assert caught.value.status == 422
             assert "/processing_attempt" in caught.value.details
             return
         answer = call()

@@ -1,4 +1,4 @@
-"""Tasks, board and files (#19-#27)."""
+"""Tasks, board and files (``/chats/{room}/tasks``, ``/board`` and ``/files``)."""
 
 from __future__ import annotations
 

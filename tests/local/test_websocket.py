@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 import trio
-from trio_websocket import ConnectionClosed
+from trio_websocket import ConnectionClosed, open_websocket_url
 
-from band_trio.local import AgentCredentials, HumanClient, LocalPlatform
-from tests.local.helpers import IO_DEADLINE, PhoenixClient, open_phoenix, upgrade_status
+from band_trio.local import AgentCredentials, HumanClient, LocalPlatform, open_local_platform
+from tests.local.helpers import IO_DEADLINE, PhoenixClient, agent_http, open_phoenix, upgrade_status
 
 
 async def test_join_reply_echoes_refs_and_pushes_carry_join_ref(
@@ -82,7 +83,7 @@ async def test_heartbeat_reply_echoes_ref(
 async def test_websocket_pings_are_answered(
     band_platform: LocalPlatform, demo: AgentCredentials
 ) -> None:
-    # Appendix A: the official client pings every 20 s and drops a silent peer.
+    # The official client pings every 20 s and drops a peer that stays silent.
     with trio.fail_after(IO_DEADLINE):
         async with open_phoenix(band_platform, demo.api_key, demo.id) as ws:
             for payload in (b"p1", b"p2"):
@@ -241,7 +242,6 @@ async def test_upgrade_refusals_carry_the_json_body(
 async def test_api_key_in_query_is_accepted(
     band_platform: LocalPlatform, demo: AgentCredentials
 ) -> None:
-    from trio_websocket import open_websocket_url
 
     url = f"{band_platform.ws_url}?api_key={demo.api_key}&vsn=2.0.0&agent_id={demo.id}"
     with trio.fail_after(IO_DEADLINE):
@@ -345,7 +345,6 @@ async def test_user_socket_sees_every_room_message(
     room: str,
     demo: AgentCredentials,
 ) -> None:
-    import httpx
 
     assert isinstance(agent, httpx.AsyncClient)
     user = band_platform.user
@@ -379,7 +378,6 @@ async def test_agent_gets_no_message_updated_by_default(
     room: str,
     demo: AgentCredentials,
 ) -> None:
-    import httpx
 
     assert isinstance(agent, httpx.AsyncClient)
     with trio.fail_after(IO_DEADLINE):
@@ -456,7 +454,6 @@ async def test_contact_events_are_pushed(
 
 
 def httpx_agent(platform: LocalPlatform, creds: AgentCredentials) -> object:
-    from tests.local.helpers import agent_http
 
     return agent_http(platform, creds)
 
@@ -468,7 +465,6 @@ async def test_frames_above_the_limit_are_never_sent(
     room: str,
     demo: AgentCredentials,
 ) -> None:
-    import httpx
 
     assert isinstance(agent, httpx.AsyncClient)
     # 512 KiB of quotes is legal content but about 1 MiB once JSON-escaped.
@@ -515,8 +511,6 @@ async def _read_until_closed(ws: Any) -> None:
 
 
 async def test_message_updated_reaches_agents_when_asked() -> None:
-    from band_trio.local import open_local_platform
-    from tests.local.helpers import agent_http
 
     async with open_local_platform(agent_message_updates=True) as platform:
         demo = platform.agents[0]
@@ -544,7 +538,6 @@ async def test_message_updated_reaches_agents_when_asked() -> None:
 async def test_user_topics_room_added_and_tasks(
     band_platform: LocalPlatform, human: HumanClient, room: str, demo: AgentCredentials
 ) -> None:
-    from tests.local.helpers import agent_http
 
     bob = band_platform.create_user("Bob", "bob")
     async with HumanClient(base_url=band_platform.rest_url, api_key=bob.api_key) as bob_client:

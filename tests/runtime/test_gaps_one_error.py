@@ -11,7 +11,7 @@ import trio
 
 from band_trio._util import collapse_group, one_error
 from band_trio.local import open_local_platform
-from band_trio.local.platform import open_local_platform as platform_module_open
+from band_trio.local.server import open_local_platform as platform_module_open
 
 
 class Boom(Exception):

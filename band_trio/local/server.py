@@ -10,11 +10,10 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
-import attrs
 import trio
 
 from band_trio._util import one_error
-from band_trio.errors import APIStatusError, BandConfigError, MissingExtraError
+from band_trio.errors import BandConfigError, MissingExtraError
 
 try:
     from hypercorn.config import Config
@@ -22,11 +21,16 @@ try:
 except ModuleNotFoundError as exc:  # installed without the `local` extra
     raise MissingExtraError("local", "the embedded local Band platform") from exc
 
-from band_trio.local._input import Obj, invalid, not_found
-from band_trio.local.app import WS_PATH, BandApp
+from band_trio.local._input import Obj
+from band_trio.local.accounts import Accounts, AgentCredentials, UserCredentials
+from band_trio.local.app import BandApp
+from band_trio.local.asgi import Services
+from band_trio.local.changes import ChangeFeed
 from band_trio.local.faults import FaultInjector
 from band_trio.local.hub import Hub, HubStatistics
-from band_trio.local.model import JSON, User, new_id, new_key, now_ts
+from band_trio.local.human import mention_item
+from band_trio.local.model import JSON, new_key
+from band_trio.local.routes.websocket import WS_PATH
 from band_trio.local.store import PlatformState
 
 __all__ = ["AgentCredentials", "LocalPlatform", "UserCredentials", "open_local_platform"]
@@ -36,26 +40,6 @@ log = logging.getLogger("band_trio.local")
 DEFAULT_MAX_UPLOAD = 25 * 1024 * 1024
 DEMO_AGENT_NAME = "Echo"
 DEMO_AGENT_DESCRIPTION = "A demo agent: mention it and it answers in the room."
-
-
-@attrs.frozen
-class UserCredentials:
-    """A user of the local platform and its API key (never shown in a repr)."""
-
-    id: str
-    api_key: str = attrs.field(repr=False)
-    handle: str
-    name: str
-
-
-@attrs.frozen
-class AgentCredentials:
-    """An agent of the local platform and its API key (never shown in a repr)."""
-
-    id: str
-    api_key: str = attrs.field(repr=False)
-    name: str
-    handle: str
 
 
 class LocalPlatform:
@@ -103,16 +87,33 @@ class LocalPlatform:
         self.hub = Hub(self.state)
         self.faults = FaultInjector()
         self.admin_key = admin_key or new_key("band_admin")
-        self.agents: list[AgentCredentials] = []
+        self._accounts = Accounts(self.state, self.hub)
+        self._changes = ChangeFeed(self.state, self.hub)
         self.user = self.create_user(user_name, user_handle, organization=True)
         if seed_demo:
             self.register_agent(DEMO_AGENT_NAME, DEMO_AGENT_DESCRIPTION)
-        self._app = BandApp(self)
-        self._changed = trio.Event()
+        self._app = BandApp(
+            Services(
+                state=self.state,
+                hub=self.hub,
+                faults=self.faults,
+                accounts=self._accounts,
+                changes=self._changes,
+                admin_key=self.admin_key,
+                max_upload_bytes=max_upload_bytes,
+                owner_id=self.user.id,
+            )
+        )
         self._rest_url: str | None = None
 
     def __repr__(self) -> str:
         return f"<LocalPlatform {self._rest_url or 'not started'}>"
+
+    @property
+    def agents(self) -> list[AgentCredentials]:
+        """Credentials of every agent registered through :meth:`register_agent` or
+        the admin API and not deleted since, oldest first (``[0]`` is the demo agent)."""
+        return self._accounts.agents
 
     # ------------------------------------------------------------------ addresses
 
@@ -179,17 +180,12 @@ class LocalPlatform:
 
     def _flush(self) -> None:
         """Deliver queued pushes and wake :meth:`wait_for` callers."""
-        pushes = self.state.drain_pushes()
-        if pushes:
-            self.hub.deliver(pushes)
-        self._changed.set()
-        self._changed = trio.Event()
+        self._changes.publish()
 
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         """Wait until ``predicate()`` is true; it is re-checked after every request,
         WebSocket frame and connection change. Put a deadline around it."""
-        while not predicate():
-            await self._changed.wait()
+        await self._changes.wait_for(predicate)
 
     def statistics(self) -> HubStatistics:
         """WebSocket counters (connections, frames, supersedes, drops)."""
@@ -203,8 +199,7 @@ class LocalPlatform:
         Raises:
             ValueError: the handle is malformed or already taken.
         """
-        user = self.state.create_user(name, handle, organization=organization)
-        return UserCredentials(id=user.id, api_key=user.api_key, handle=user.handle, name=user.name)
+        return self._accounts.create_user(name, handle, organization=organization)
 
     def register_agent(
         self,
@@ -230,14 +225,9 @@ class LocalPlatform:
             KeyError: ``owner`` is not a user of this platform.
         """
         owner_id = owner.id if isinstance(owner, UserCredentials) else (owner or self.user.id)
-        agent = self.state.register_agent(
-            self.state.users[owner_id], name, description, feature_flags=feature_flags
+        return self._accounts.register_agent(
+            name, description, owner_id=owner_id, feature_flags=feature_flags
         )
-        creds = AgentCredentials(
-            id=agent.id, api_key=agent.api_key, name=agent.name, handle=agent.handle
-        )
-        self.agents.append(creds)
-        return creds
 
     def connected(self, principal_id: str) -> bool:
         """Whether the user or agent has a live WebSocket."""
@@ -278,12 +268,10 @@ class LocalPlatform:
 
         Raises:
             KeyError: ``sender`` is not a user of this platform.
-            APIStatusError: what the REST call would answer, e.g. ``NotFoundError``
-                for an unknown room or one the sender is not in, or
-                ``UnprocessableEntityError`` for blank content or no mention.
+            RequestRefusedError: what the REST call would answer, e.g. status 404 for an
+                unknown room or one the sender is not in, or 422 for blank
+                content or no mention.
         """
-        from band_trio.local.human import mention_item  # human.py imports this module
-
         sender_id = sender.id if isinstance(sender, UserCredentials) else (sender or self.user.id)
         user = self.state.users[sender_id]
         body = {"message": {"content": content, "mentions": [mention_item(m) for m in mentions]}}
@@ -311,8 +299,8 @@ class LocalPlatform:
             The pushed payload.
 
         Raises:
-            NotFoundError: unknown agent, or a room the agent is not in.
-            UnprocessableEntityError: a bad mode or scope.
+            RequestRefusedError: 404 for an unknown agent or a room the agent is not in,
+                422 for a bad mode or scope.
         """
         try:
             return self.state.control(
@@ -328,14 +316,6 @@ class LocalPlatform:
             self._flush()
             await trio.lowlevel.checkpoint()
 
-    def _drop_sockets(self, agent_id: str, *, abnormal: bool) -> int:
-        conns = self.hub.connections(agent_id)
-        for conn in conns:
-            if abnormal and conn.client and conn.server and _shutdown_tcp(conn.client, conn.server):
-                continue
-            conn.cancel_scope.cancel()
-        return len(conns)
-
     async def drop_agent_sockets(self, agent_id: str, *, abnormal: bool = True) -> int:
         """Drop every live socket of an agent and wait until they are gone.
 
@@ -346,105 +326,10 @@ class LocalPlatform:
         Returns:
             How many sockets were dropped.
         """
-        conns = self.hub.connections(agent_id)
-        self._drop_sockets(agent_id, abnormal=abnormal)
+        conns = self.hub.drop(agent_id, abnormal=abnormal)
         for conn in conns:
             await conn.closed.wait()
         return len(conns)
-
-    def _delete_agent(self, user: User, agent_id: str, *, force: bool) -> JSON:
-        agent = self.state.agents.get(agent_id)
-        if agent is None or agent.owner_id != user.id:
-            raise not_found("agent")
-        executions = sum(
-            1 for room in self.state.rooms.values() for m in room.inbox.get(agent.id, ())
-        )
-        if executions and not force:
-            raise invalid(
-                "/force",
-                "the agent has execution history; pass force=true",
-                code="execution_history_exists",
-            )
-        self.state.delete_agent(agent.id)
-        self._drop_sockets(agent.id, abnormal=False)
-        self.agents = [a for a in self.agents if a.id != agent.id]
-        return {
-            "id": agent.id,
-            "name": agent.name,
-            "description": agent.description,
-            "executions_deleted": executions,
-        }
-
-    def _bulk_delete(self, user: User, kind: str, ids: list[str], *, force: bool) -> JSON:
-        started = now_ts()
-        results: list[JSON] = []
-        for ident in ids:
-            error: JSON | None = None
-            if kind == "chat":
-                room = self.state.rooms.get(ident)
-                if room is None or user.id not in room.members:
-                    error = {"code": "not_found", "message": "chat room not found"}
-                elif room.members[user.id].role != "owner":
-                    error = {"code": "forbidden", "message": "only the owner can delete a room"}
-                else:
-                    self.state.delete_room(ident)
-            else:
-                try:
-                    self._delete_agent(user, ident, force=force)
-                except APIStatusError as exc:
-                    known = exc.code in ("not_found", "execution_history_exists")
-                    error = {
-                        "code": exc.code if known else "delete_failed",
-                        "message": exc.message or "delete failed",
-                    }
-            results.append(
-                {
-                    "id": ident,
-                    "status": "failed" if error else "succeeded",
-                    **({"error": error} if error else {}),
-                }
-            )
-        failed = sum(1 for r in results if r["status"] == "failed")
-        job: JSON = {
-            "id": new_id(),
-            "resource_type": kind,
-            "status": "completed",
-            "force": force,
-            "total": len(ids),
-            "processed": len(ids),
-            "succeeded": len(ids) - failed,
-            "failed": failed,
-            "inserted_at": started,
-            "started_at": started,
-            "completed_at": now_ts(),
-            "results": results,
-        }
-        self.state.bulk_jobs[job["id"]] = {**job, "owner_id": user.id}
-        return job
-
-
-def _shutdown_tcp(client: tuple[str, int], server: tuple[str, int]) -> bool:
-    """Shut down the server-side TCP socket of one connection without a
-    WebSocket close frame (Linux: found through ``/proc/self/fd``)."""
-    try:
-        fds = os.listdir("/proc/self/fd")
-    except OSError:
-        return False
-    family = socket.AF_INET6 if ":" in client[0] else socket.AF_INET
-    for name in fds:
-        try:
-            sock = socket.fromfd(int(name), family, socket.SOCK_STREAM)
-        except (OSError, ValueError):
-            continue
-        try:
-            if tuple(sock.getpeername()[:2]) == client and tuple(sock.getsockname()[:2]) == server:
-                sock.shutdown(socket.SHUT_RDWR)
-                return True
-        except OSError:
-            continue
-        finally:
-            sock.close()
-    return False
 
 
 @asynccontextmanager

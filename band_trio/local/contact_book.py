@@ -1,20 +1,25 @@
-"""Contacts and contact requests (agent #28-#32 and the human ``/me/contacts``).
+"""Contacts and contact requests (agent ``/contacts...`` and the human ``/me/contacts``).
 
-Every change pushes the §3.7 contact events to the agents involved on
+Every change pushes the contact events (``contact_added``, ``contact_removed``,
+``contact_request_received``, ``contact_request_updated``) to the agents involved on
 ``agent_contacts:<agent id>``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from band_trio.local._input import Obj, Query, bad_request, conflict, fail, forbidden, not_found
+from band_trio.local._input import Obj, Query
 from band_trio.local._paging import offset_page
-from band_trio.local.model import JSON, Agent, Contact, ContactRequest, new_id, now_ts
-
-if TYPE_CHECKING:
-    from band_trio.local.model import Principal
-    from band_trio.local.store import PlatformState
+from band_trio.local.model import (
+    JSON,
+    AgentRecord,
+    ContactRecord,
+    ContactRequestRecord,
+    Principal,
+    new_id,
+    now_ts,
+)
+from band_trio.local.refusal import bad_request, conflict, fail, forbidden, not_found
+from band_trio.local.store import PlatformState
 
 __all__ = [
     "add_contact",
@@ -34,9 +39,9 @@ SENT_STATUSES = ("pending", "approved", "rejected", "cancelled", "all")
 MAX_MESSAGE = 500
 
 
-def _push(state: PlatformState, principal_id: str, event: str, payload: JSON) -> None:
+def _push_contact_event(state: PlatformState, principal_id: str, event: str, payload: JSON) -> None:
     if principal_id in state.agents:
-        state._push(f"agent_contacts:{principal_id}", event, payload, [principal_id])
+        state.queue_push(f"agent_contacts:{principal_id}", event, payload, [principal_id])
 
 
 def _target(state: PlatformState, handle: str, pointer: str) -> Principal:
@@ -49,14 +54,14 @@ def _target(state: PlatformState, handle: str, pointer: str) -> Principal:
     return principal
 
 
-def _contact_between(state: PlatformState, a: str, b: str) -> Contact | None:
+def _contact_between(state: PlatformState, a: str, b: str) -> ContactRecord | None:
     for contact in state.contacts.values():
         if {contact.a_id, contact.b_id} == {a, b}:
             return contact
     return None
 
 
-def _pending(state: PlatformState, requester: str, recipient: str) -> ContactRequest | None:
+def _pending(state: PlatformState, requester: str, recipient: str) -> ContactRequestRecord | None:
     for request in state.contact_requests.values():
         if (
             request.requester_id == requester
@@ -67,7 +72,7 @@ def _pending(state: PlatformState, requester: str, recipient: str) -> ContactReq
     return None
 
 
-def _contact_added_payload(state: PlatformState, contact: Contact, viewer_id: str) -> JSON:
+def _contact_added_payload(state: PlatformState, contact: ContactRecord, viewer_id: str) -> JSON:
     other = state.principal(contact.other(viewer_id))
     payload: JSON = {
         "id": contact.id,
@@ -77,31 +82,35 @@ def _contact_added_payload(state: PlatformState, contact: Contact, viewer_id: st
         "inserted_at": contact.inserted_at,
         "is_external": False,
     }
-    if isinstance(other, Agent):
+    if isinstance(other, AgentRecord):
         payload["description"] = other.description
     return payload
 
 
-def _establish(state: PlatformState, a: str, b: str) -> Contact:
-    contact = Contact(id=new_id(), a_id=a, b_id=b, inserted_at=now_ts())
+def _establish(state: PlatformState, a: str, b: str) -> ContactRecord:
+    contact = ContactRecord(id=new_id(), a_id=a, b_id=b, inserted_at=now_ts())
     state.contacts[contact.id] = contact
     for side in (a, b):
-        _push(state, side, "contact_added", _contact_added_payload(state, contact, side))
+        _push_contact_event(
+            state, side, "contact_added", _contact_added_payload(state, contact, side)
+        )
     return contact
 
 
-def _set_status(state: PlatformState, request: ContactRequest, status: str) -> None:
+def _set_status(state: PlatformState, request: ContactRequestRecord, status: str) -> None:
     request.status = status
     request.responded_at = now_ts()
     for side in (request.requester_id, request.recipient_id):
-        _push(state, side, "contact_request_updated", {"id": request.id, "status": status})
+        _push_contact_event(
+            state, side, "contact_request_updated", {"id": request.id, "status": status}
+        )
     if status == "approved":
         _establish(state, request.requester_id, request.recipient_id)
 
 
 def _send_request(
     state: PlatformState, actor: Principal, target: Principal, message: str | None
-) -> ContactRequest:
+) -> ContactRequestRecord:
     if target.id == actor.id:
         raise bad_request("you can't add yourself as a contact")
     if _contact_between(state, actor.id, target.id) is not None:
@@ -112,7 +121,7 @@ def _send_request(
     if inverse is not None:
         _set_status(state, inverse, "approved")
         return inverse
-    request = ContactRequest(
+    request = ContactRequestRecord(
         id=new_id(),
         requester_id=actor.id,
         recipient_id=target.id,
@@ -129,12 +138,12 @@ def _send_request(
         "from_name": actor.name,
         "message": message,
     }
-    _push(state, target.id, "contact_request_received", payload)
+    _push_contact_event(state, target.id, "contact_request_received", payload)
     return request
 
 
 def add_contact(state: PlatformState, actor: Principal, body: Obj) -> JSON:
-    """Send a contact request by handle (#29): ``pending``, or ``approved`` when
+    """Send a contact request by handle (``POST /contacts/add``): ``pending``, or ``approved`` when
     the other side had already asked."""
     target = _target(state, body.str_("handle") or "", "handle")
     message = body.str_("message", max_len=MAX_MESSAGE)
@@ -145,10 +154,10 @@ def add_contact(state: PlatformState, actor: Principal, body: Obj) -> JSON:
 
 
 def remove_contact(state: PlatformState, actor: Principal, body: Obj) -> JSON:
-    """Remove a contact by ``contact_id`` or ``handle`` (#30); both directions go."""
+    """Remove a contact by ``contact_id`` or ``handle`` (``POST /contacts/remove``); both directions go."""
     contact_id = body.str_("contact_id")
     handle = body.str_("handle")
-    contact: Contact | None = None
+    contact: ContactRecord | None = None
     if contact_id:
         contact = state.contacts.get(contact_id)
         if contact is not None and actor.id not in (contact.a_id, contact.b_id):
@@ -162,11 +171,11 @@ def remove_contact(state: PlatformState, actor: Principal, body: Obj) -> JSON:
         raise not_found("contact")
     del state.contacts[contact.id]
     for side in (contact.a_id, contact.b_id):
-        _push(state, side, "contact_removed", {"id": contact.id})
+        _push_contact_event(state, side, "contact_removed", {"id": contact.id})
     return {"status": "removed"}
 
 
-def _agent_contact_json(state: PlatformState, contact: Contact, viewer_id: str) -> JSON:
+def _agent_contact_json(state: PlatformState, contact: ContactRecord, viewer_id: str) -> JSON:
     other = state.principal(contact.other(viewer_id))
     out: JSON = {
         "id": contact.id,
@@ -177,24 +186,24 @@ def _agent_contact_json(state: PlatformState, contact: Contact, viewer_id: str) 
         "is_external": False,
         "online": state.is_online(other.id) if other else False,
     }
-    if isinstance(other, Agent):
+    if isinstance(other, AgentRecord):
         out["description"] = other.description
     return out
 
 
-def _contacts_of(state: PlatformState, principal_id: str) -> list[Contact]:
+def _contacts_of(state: PlatformState, principal_id: str) -> list[ContactRecord]:
     return [c for c in state.contacts.values() if principal_id in (c.a_id, c.b_id)]
 
 
 def agent_contacts(state: PlatformState, actor: Principal, query: Query) -> tuple[list[JSON], JSON]:
-    """List contacts (#28) with PageMetaStrict."""
+    """List contacts (``GET /contacts``) with PageMetaStrict."""
     page = query.int_("page", default=1)
     size = query.int_("page_size", default=50, maximum=100)
     rows, meta = offset_page(_contacts_of(state, actor.id), page, size)
     return [_agent_contact_json(state, c, actor.id) for c in rows], meta
 
 
-def _received_json(state: PlatformState, request: ContactRequest) -> JSON:
+def _received_json(state: PlatformState, request: ContactRequestRecord) -> JSON:
     requester = state.principal(request.requester_id)
     return {
         "id": request.id,
@@ -206,7 +215,7 @@ def _received_json(state: PlatformState, request: ContactRequest) -> JSON:
     }
 
 
-def _sent_json(state: PlatformState, request: ContactRequest) -> JSON:
+def _sent_json(state: PlatformState, request: ContactRequestRecord) -> JSON:
     recipient = state.principal(request.recipient_id)
     return {
         "id": request.id,
@@ -219,7 +228,7 @@ def _sent_json(state: PlatformState, request: ContactRequest) -> JSON:
 
 
 def agent_requests(state: PlatformState, actor: Principal, query: Query) -> tuple[JSON, JSON]:
-    """Received (pending only) and sent requests (#31) with RequestsMeta."""
+    """Received (pending only) and sent requests (``GET /contacts/requests``) with RequestsMeta."""
     page = query.int_("page", default=1)
     size = query.int_("page_size", default=50, maximum=100)
     sent_status = query.str_("sent_status", choices=SENT_STATUSES, default="pending")
@@ -252,7 +261,7 @@ def agent_requests(state: PlatformState, actor: Principal, query: Query) -> tupl
 
 
 def _settle_request(
-    state: PlatformState, actor: Principal, request: ContactRequest, action: str
+    state: PlatformState, actor: Principal, request: ContactRequestRecord, action: str
 ) -> JSON:
     if action in ("approve", "reject"):
         if request.recipient_id != actor.id:
@@ -267,13 +276,13 @@ def _settle_request(
 
 
 def respond(state: PlatformState, actor: Principal, body: Obj) -> JSON:
-    """Approve/reject a received request or cancel a sent one (#32)."""
+    """Approve/reject a received request or cancel a sent one (``POST /contacts/requests/respond``)."""
     action = body.str_("action")
     if action not in ("approve", "reject", "cancel"):
         raise bad_request("action must be one of: approve, reject, cancel")
     request_id = body.str_("request_id")
     handle = body.str_("handle")
-    request: ContactRequest | None
+    request: ContactRequestRecord | None
     if request_id:
         request = state.contact_requests.get(request_id)
         if request is None or actor.id not in (request.requester_id, request.recipient_id):
@@ -294,7 +303,7 @@ def respond(state: PlatformState, actor: Principal, body: Obj) -> JSON:
 # ---------------------------------------------------------------------- human side
 
 
-def request_json(state: PlatformState, request: ContactRequest) -> JSON:
+def request_json(state: PlatformState, request: ContactRequestRecord) -> JSON:
     """ContactRequest (human)."""
 
     def party(principal_id: str) -> JSON:

@@ -1,0 +1,296 @@
+"""The small ASGI core of the local platform: requests, responses, routing.
+
+Raw ASGI keeps per-request overhead low (the platform also serves
+benchmarks). A route is a row of a table (:class:`Route`): method, path
+pattern, who may call it, and a synchronous handler taking a :class:`Ctx` and
+returning a :class:`Response`. Every answer is JSON; every refusal carries the
+platform's error body ``{"error": {"code", "message", "request_id", "details"?}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from typing import Any, Literal
+
+import attrs
+import trio
+
+from band_trio.local._input import Obj, Query
+from band_trio.local.accounts import Accounts
+from band_trio.local.changes import ChangeFeed
+from band_trio.local.faults import FaultInjector
+from band_trio.local.hub import Hub
+from band_trio.local.model import JSON, AgentRecord, Principal, UserRecord
+from band_trio.local.refusal import RequestRefusedError, fail, invalid
+from band_trio.local.store import PlatformState
+
+__all__ = [
+    "DEPRECATION_HEADERS",
+    "MAX_JSON_BODY",
+    "Ctx",
+    "Handler",
+    "Receive",
+    "Response",
+    "Route",
+    "RouteTable",
+    "Scope",
+    "Send",
+    "Services",
+    "error_response",
+    "json_bytes",
+    "no_content",
+    "ok",
+    "read_body",
+    "route",
+]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Auth = Literal["agent", "user", "admin"]
+
+MAX_JSON_BODY = 4 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+SUNSET = "Thu, 01 Oct 2026 00:00:00 GMT"
+DEPRECATION_HEADERS: tuple[tuple[str, str], ...] = (("deprecation", "true"), ("sunset", SUNSET))
+"""Headers of answers to the deprecated ``page``/``page_size`` pagination."""
+
+
+@attrs.frozen
+class Services:
+    """What the handlers of one platform work with.
+
+    Attributes:
+        state: the platform's state.
+        hub: the WebSocket hub.
+        faults: the fault injection rules.
+        accounts: user and agent creation and deletion.
+        changes: publishes what a request changed (pushes, waiters).
+        admin_key: the ``x-admin-key`` of ``/_local/admin``.
+        max_upload_bytes: file uploads above this answer 413.
+        owner_id: the pre-created user, owner of agents registered without one.
+    """
+
+    state: PlatformState
+    hub: Hub
+    faults: FaultInjector
+    accounts: Accounts
+    changes: ChangeFeed
+    admin_key: str = attrs.field(repr=False)
+    max_upload_bytes: int
+    owner_id: str
+
+
+@attrs.define
+class Response:
+    """An HTTP answer."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: list[tuple[str, str]] = attrs.Factory(list)
+    content_type: str | None = "application/json"
+
+
+def json_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def ok(
+    data: Any,
+    *,
+    status: int = 200,
+    metadata: JSON | None = None,
+    headers: Iterable[tuple[str, str]] = (),
+    **extra: Any,
+) -> Response:
+    """A ``{"data": ..., "metadata"?: ...}`` envelope."""
+    doc: JSON = {"data": data}
+    if metadata is not None:
+        doc["metadata"] = metadata
+    doc.update(extra)
+    return Response(status, json_bytes(doc), list(headers))
+
+
+def no_content() -> Response:
+    """204 with an empty body."""
+    return Response(204, b"", [], None)
+
+
+@attrs.define
+class Ctx:
+    """Everything a handler needs about one request."""
+
+    services: Services
+    method: str
+    path: str
+    params: tuple[str, ...]
+    query: Query
+    headers: Mapping[str, str]
+    body: bytes
+    principal: Principal | None = None
+
+    @property
+    def state(self) -> PlatformState:
+        """The platform's state."""
+        return self.services.state
+
+    @property
+    def agent(self) -> AgentRecord:
+        """The calling agent (on routes with ``agent`` auth)."""
+        assert isinstance(self.principal, AgentRecord)
+        return self.principal
+
+    @property
+    def user(self) -> UserRecord:
+        """The calling user (on routes with ``user`` auth)."""
+        assert isinstance(self.principal, UserRecord)
+        return self.principal
+
+    def json(self) -> Any:
+        """The decoded JSON body (400 when malformed, 422 when absent)."""
+        if not self.body.strip():
+            raise invalid("/", "a JSON body is required")
+        try:
+            value = json.loads(self.body, parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise fail(400, "the request body is not valid JSON", code="invalid_json") from None
+        _check_tree(value, check_unicode=b"\\u" in self.body)
+        return value
+
+    def obj(self) -> Obj:
+        """The body as a JSON object."""
+        return Obj(self.json())
+
+    def obj_or_none(self) -> Obj | None:
+        """The body as a JSON object, or None when the body is empty."""
+        if not self.body.strip():
+            return None
+        return self.obj()
+
+
+Handler = Callable[[Ctx], Response]
+
+
+@attrs.frozen
+class Route:
+    """One row of the routing table.
+
+    Attributes:
+        method: the HTTP method.
+        pattern: the compiled path pattern (one group per ``{x}`` segment).
+        handler: the synchronous handler.
+        auth: who may call it: an agent key, a user key, or the admin key.
+        upload: the body is file bytes (bounded by ``max_upload_bytes``), not JSON.
+    """
+
+    method: str
+    pattern: re.Pattern[str]
+    handler: Handler
+    auth: Auth
+    upload: bool = False
+
+
+def route(method: str, path: str, auth: Auth, handler: Handler, *, upload: bool = False) -> Route:
+    """A :class:`Route` for ``path``, where ``{x}`` matches one segment."""
+    pattern = re.compile("^" + re.sub(r"\{[a-z_]+\}", "([^/]+)", path) + "/?$")
+    return Route(method, pattern, handler, auth, upload)
+
+
+class RouteTable:
+    """Routes by method, matched in order."""
+
+    def __init__(self, routes: Iterable[Route]) -> None:
+        self._by_method: dict[str, list[Route]] = {}
+        for row in routes:
+            self._by_method.setdefault(row.method, []).append(row)
+
+    def match(self, method: str, path: str) -> tuple[Route, tuple[str, ...]] | None:
+        """The first route of ``method`` matching ``path``, with its path parameters."""
+        for row in self._by_method.get(method, ()):
+            found = row.pattern.match(path)
+            if found is not None:
+                return row, found.groups()
+        return None
+
+    def resolve(self, method: str, path: str) -> tuple[Route, tuple[str, ...]]:
+        """Like :meth:`match`, refusing what does not match.
+
+        Raises:
+            RequestRefusedError: 405 when the path exists for another method, else 404.
+        """
+        found = self.match(method, path)
+        if found is not None:
+            return found
+        if any(self.match(other, path) for other in self._by_method if other != method):
+            raise fail(405, f"method {method} is not allowed on {path}", code="method_not_allowed")
+        raise fail(404, f"no route for {method} {path}")
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body.
+
+    Raises:
+        RequestRefusedError: 413 once the body passes ``limit`` bytes.
+        trio.BrokenResourceError: the client went away.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise trio.BrokenResourceError("client went away")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise fail(413, f"request body is too large (maximum is {limit} bytes)")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def error_response(exc: RequestRefusedError, request_id: str) -> Response:
+    """The HTTP answer of a refusal."""
+    headers: list[tuple[str, str]] = list(exc.headers)
+    if exc.retry_after is not None:
+        headers.insert(0, ("retry-after", str(math.ceil(exc.retry_after))))
+    if exc.status == 416:
+        # band-client-rest declares the body of a 416 download as a JSON string.
+        return Response(416, json_bytes(exc.message or "range not satisfiable"), headers)
+    return Response(exc.status, json_bytes(exc.body(request_id)), headers)
+
+
+def _reject_constant(name: str) -> Any:
+    # json.loads accepts NaN/Infinity, which are not JSON: echoing them back
+    # would produce frames and bodies that strict clients cannot parse.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _check_tree(value: Any, *, check_unicode: bool) -> None:
+    """Reject bodies nested deeper than :data:`MAX_JSON_DEPTH` (422) and strings
+    with lone surrogates from ``\\u`` escapes, which cannot be sent as UTF-8 (400)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_JSON_DEPTH:
+                raise invalid("/", f"is nested too deeply (maximum depth is {MAX_JSON_DEPTH})")
+            children = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in children:
+                if check_unicode and isinstance(key, str):
+                    _check_unicode(key)
+                stack.append((child, depth + 1))
+        elif check_unicode and isinstance(item, str):
+            _check_unicode(item)
+
+
+def _check_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise fail(
+            400, "the request body has an invalid unicode escape", code="invalid_json"
+        ) from None
