@@ -15,14 +15,11 @@ from typing import Any, TextIO
 
 import trio
 
+from band_trio.adapter.messages import HistoryProvider, PlatformMessage
+from band_trio.adapter.simple import SimpleAdapter
+from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.agent import Agent
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.types import (
-    AgentToolsProtocol,
-    HistoryProvider,
-    PlatformMessage,
-    SimpleAdapter,
-)
 
 __all__ = ["DEMO_MESSAGES", "EchoAdapter", "main", "run_demo"]
 

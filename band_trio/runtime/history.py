@@ -42,9 +42,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from band_trio.adapter.messages import HistoryItem, HistoryRole
+from band_trio.adapter.roster import Roster, rewrite_mention_tokens
 from band_trio.errors import BandConfigError
-from band_trio.runtime.roster import Roster, rewrite_mention_tokens
-from band_trio.runtime.types import HistoryItem, HistoryRole
 from band_trio.wire.models import ChatMessage
 
 __all__ = [

@@ -11,9 +11,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from band_trio.adapter.messages import PlatformMessage
+from band_trio.adapter.roster import rewrite_mention_tokens
+from band_trio.adapter.turns import AgentInput, TurnContext
 from band_trio.runtime.history import clean_metadata, parse_timestamp
-from band_trio.runtime.roster import rewrite_mention_tokens
-from band_trio.runtime.types import AgentInput, PlatformMessage, TurnContext
 from band_trio.wire.converter import unstructure
 from band_trio.wire.events import MessageCreated, MessageUpdated
 from band_trio.wire.models import ChatMessage

@@ -42,6 +42,13 @@ from typing import Any, Final, Protocol
 import attrs
 import trio
 
+from band_trio.adapter.capabilities import ToolEffect
+from band_trio.adapter.failures import ERROR_EVENT_TEXT, MISSING_REPLY_TEXT
+from band_trio.adapter.messages import HistoryProvider, PlatformMessage
+from band_trio.adapter.protocols import FrameworkAdapter, Preprocessor, TurnJudging
+from band_trio.adapter.roster import Roster, render_participants_msg
+from band_trio.adapter.tool_protocol import AgentToolsProtocol
+from band_trio.adapter.turns import TurnContext
 from band_trio.errors import (
     BandError,
     HistoryConversionError,
@@ -55,19 +62,8 @@ from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.history import HistoryWindow, to_history_items
 from band_trio.runtime.ledger import Attempt, Claim, ClaimsLedger, Refusal, RefusalReason
 from band_trio.runtime.replies import ReplyLookupIncomplete, find_landed_reply
-from band_trio.runtime.roster import Roster, render_participants_msg
 from band_trio.runtime.schedule import ReconcileOutcome, ReconcileSchedule
-from band_trio.runtime.types import (
-    AgentToolsProtocol,
-    FrameworkAdapter,
-    HistoryProvider,
-    PlatformMessage,
-    Preprocessor,
-    ToolEffect,
-    TurnContext,
-    TurnLedger,
-    TurnVerdict,
-)
+from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
 from band_trio.wire.events import (
     MessageCreated,
     ParticipantAdded,
@@ -86,15 +82,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("band_trio.runtime.room")
-
-ERROR_EVENT_TEXT: Final = "Internal error while processing message; see agent logs."
-"""The one generic text posted to a room when a message fails for the last time."""
-
-MISSING_REPLY_TEXT: Final = (
-    "The agent ended its turn without replying or calling band_no_reply, "
-    "so nothing reached the room."
-)
-"""Posted when a judged turn ended without a reply, a decline or durable work."""
 
 MISSING_REPLY_LABEL: Final = "turn ended without a reply"
 
@@ -1049,9 +1036,8 @@ class Room:
             return _Result.ERROR, error
         if dropped:
             return _Result.DROPPED, None
-        if getattr(svc.adapter, "judges_turns", False) and (
-            turn.ledger.verdict is TurnVerdict.MISSING_REPLY
-        ):
+        judged = isinstance(svc.adapter, TurnJudging) and svc.adapter.judges_turns
+        if judged and turn.ledger.verdict is TurnVerdict.MISSING_REPLY:
             return _Result.MISSING_REPLY, None
         return _Result.SUCCESS, None
 

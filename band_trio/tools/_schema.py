@@ -19,6 +19,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import attrs
 
+from band_trio.adapter.content import is_visible
 from band_trio.errors import ToolArgumentsError
 
 __all__ = [
@@ -290,11 +291,8 @@ def _apply_checks(meta: ArgMeta, value: Any, loc: str) -> Any:
                 value = value[1:]
         if (meta.resource_id or meta.task_ref) and not _RESOURCE_ID.fullmatch(value):
             raise _Invalid(f"{_RESOURCE_ID_ERROR}; got {value!r}", loc)
-        if meta.visible:
-            from band_trio.tools.content import is_visible
-
-            if not is_visible(value):
-                raise _Invalid("can't be blank", loc)
+        if meta.visible and not is_visible(value):
+            raise _Invalid("can't be blank", loc)
         if meta.max_length is not None and len(value) > meta.max_length:
             raise _Invalid(f"must be at most {meta.max_length} characters", loc)
     if isinstance(value, int) and not isinstance(value, bool):

@@ -30,6 +30,7 @@ import cattrs
 import httpx
 import trio
 
+from band_trio._version import __version__
 from band_trio.errors import (
     APIStatusError,
     BandConfigError,
@@ -106,8 +107,6 @@ _NEVER_TRANSIENT: Final = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
 
 
 def _default_user_agent() -> str:
-    from band_trio import __version__
-
     return f"band-trio/{__version__}"
 
 

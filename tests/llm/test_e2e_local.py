@@ -28,7 +28,7 @@ from band_trio import (
     render_system_prompt,
     report_failure,
 )
-from band_trio.llm import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
+from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 from band_trio.local import HumanClient, LocalPlatform
 
 from ..runtime.agent_harness import Scene, fast_config, scene, serving, wait_until

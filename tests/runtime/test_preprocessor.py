@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio.runtime.preprocessor import DefaultPreprocessor
-from band_trio.runtime.roster import Roster
-from band_trio.runtime.types import (
+from band_trio.adapter import (
     AgentToolsProtocol,
     HistoryItem,
     HistoryProvider,
     PlatformMessage,
     TurnContext,
 )
+from band_trio.adapter.roster import Roster
+from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.wire.events import (
     MessageCreated,
     MessageMetadata,

@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 import pytest
 
-from band_trio.errors import HistoryConversionError
-from band_trio.runtime.types import (
+from band_trio.adapter import (
     AgentInput,
     AgentToolsProtocol,
     FrameworkAdapter,
@@ -20,9 +19,9 @@ from band_trio.runtime.types import (
     SimpleAdapter,
     ToolEffect,
     TurnHooks,
-    TurnLedger,
-    TurnVerdict,
 )
+from band_trio.errors import HistoryConversionError
+from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
 
 
 class StubTools:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import trio
 
+from band_trio.adapter import AgentToolsProtocol, ToolEffect
 from band_trio.errors import BandToolError, RoomExecutionStoppedError
-from band_trio.runtime.types import AgentToolsProtocol, ToolEffect
 from band_trio.testing import FakeAgentTools
 from band_trio.testing.fakes import SentMessage
 from band_trio.tools import AgentTools, CustomTools, ToolErrorKind, get_tool_schemas

@@ -14,10 +14,17 @@ import datetime as _dt
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import trio
 
+from band_trio.adapter.capabilities import ToolEffect
+from band_trio.adapter.content import is_visible, truncate_event_content
+from band_trio.adapter.failures import AgentFailure
+from band_trio.adapter.roster import Roster, available_handles, resolve_mention
+from band_trio.adapter.tool_protocol import AgentToolsProtocol, CustomToolSet, ToolSpec
+from band_trio.adapter.tool_results import ToolErrorKind, ToolResult, to_jsonable
+from band_trio.adapter.turns import TurnHooks
 from band_trio.errors import (
     APIStatusError,
     BandConnectionError,
@@ -31,14 +38,10 @@ from band_trio.errors import (
     UnknownParticipantError,
     UnprocessableEntityError,
 )
-from band_trio.runtime.replies import reply_digest
-from band_trio.runtime.roster import Roster, available_handles, resolve_mention
-from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
-from band_trio.tools._schema import validate_params
-from band_trio.tools.contacts import ContactTools
-from band_trio.tools.content import is_visible, truncate_event_content
-from band_trio.tools.custom import CustomTools
+from band_trio.tools._schema import _RESOURCE_ID, validate_params
+from band_trio.tools.contact_tools import ContactTools
 from band_trio.tools.definitions import (
+    DEFAULT_CAPABILITIES,
     Capability,
     SchemaFormat,
     ToolCategory,
@@ -48,7 +51,7 @@ from band_trio.tools.definitions import (
     select_tool_definitions,
 )
 from band_trio.tools.inputs import memory_metadata, types_for_system
-from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
+from band_trio.tools.reply_digest import reply_digest
 from band_trio.wire.models import (
     Attachment,
     ChatParticipant,
@@ -58,9 +61,6 @@ from band_trio.wire.models import (
     Peer,
 )
 from band_trio.wire.rest import RestClient
-
-if TYPE_CHECKING:
-    from band_trio.llm.events import AgentFailure
 
 __all__ = [
     "EVENT_MESSAGE_TYPES",
@@ -173,8 +173,6 @@ def _matches(participant: Any, identifier: str) -> bool:
 
 
 def _resource_id(value: str, what: str) -> str:
-    from band_trio.tools._schema import _RESOURCE_ID
-
     if not isinstance(value, str) or not _RESOURCE_ID.fullmatch(value):
         raise BandToolError(
             f"{what} must contain only ASCII letters, digits, underscores or hyphens"
@@ -252,7 +250,7 @@ class AgentTools:
         hooks: TurnHooks | None = None,
         hub_room_id: str | None = None,
         capabilities: frozenset[Capability] | None = None,
-        custom_tools: CustomTools | None = None,
+        custom_tools: CustomToolSet | None = None,
         unserved: frozenset[Capability] = frozenset(),
     ) -> None:
         self._rest = rest
@@ -1077,8 +1075,6 @@ class AgentTools:
     def _effective_capabilities(
         self, capabilities: Iterable[Capability | str] | None
     ) -> frozenset[Capability]:
-        from band_trio.tools.definitions import DEFAULT_CAPABILITIES
-
         if capabilities is None:
             capabilities = self._capabilities
         caps = (
@@ -1098,7 +1094,7 @@ class AgentTools:
         include_tools: Iterable[str] | None = None,
         exclude_tools: Iterable[str] | None = None,
         include_categories: Iterable[ToolCategory | str] | None = None,
-        custom_tools: CustomTools | None = None,
+        custom_tools: CustomToolSet | None = None,
     ) -> list[dict[str, Any]]:
         """The tools to offer a model, in ``"anthropic"`` or ``"openai"`` format.
 
@@ -1151,7 +1147,7 @@ class AgentTools:
         name: str,
         args: Mapping[str, Any] | None,
         *,
-        custom_tools: CustomTools | None = None,
+        custom_tools: CustomToolSet | None = None,
     ) -> ToolResult:
         """Run the tool ``name`` with ``args`` and return its result.
 
@@ -1168,7 +1164,7 @@ class AgentTools:
         """
         custom = custom_tools if custom_tools is not None else self._custom_tools
         definition = get_tool_definition(name) if isinstance(name, str) else None
-        custom_def: ToolDefinition | None = None
+        custom_def: ToolSpec | None = None
         if definition is None and custom is not None and isinstance(name, str):
             custom_def = custom.get(name)
         if definition is None and custom_def is None:
