@@ -60,7 +60,7 @@ only absorbs bursts; the link applies back-pressure beyond it)."""
 
 def _unserved_capabilities(feature_flags: Mapping[str, Any] | None) -> frozenset[Capability]:
     """The capabilities the deployment does not serve, from ``/me`` feature flags
-    (runtime.md §1.3 step 6, §8.8).
+    at start-up.
 
     FILES needs ``ff_file_transfer`` to be exactly ``True``; false or a missing
     key leaves it unserved. Flags of None (an old platform) prune nothing.
