@@ -83,6 +83,7 @@ def __getattr__(name: str) -> Any:
     # the optional extra `band-trio[local]`: without it, the import below raises
     # MissingExtraError, which names the install command.
     if name in _LOCAL_NAMES:
+        # Lazy: the optional `local` extra, loaded on first use (see above).
         import band_trio.local
 
         value = getattr(band_trio.local, name)

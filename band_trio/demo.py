@@ -95,6 +95,7 @@ async def run_demo(
         out: where the conversation is printed (stdout by default).
         reply_timeout: how long to wait for each answer.
     """
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import HumanClient, open_local_platform
 
     stream = out if out is not None else sys.stdout
