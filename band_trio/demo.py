@@ -1,7 +1,7 @@
 """``band-trio demo``: a whole Band conversation on this machine, in a few seconds.
 
 It starts the embedded local platform, an example agent (an echo-ish
-:class:`~band_trio.runtime.types.SimpleAdapter`) and a human in one room, posts
+:class:`~band_trio.adapter.SimpleAdapter`) and a human in one room, posts
 a few messages as the human, prints the conversation live as it happens, then
 shuts everything down and exits 0. Nothing leaves the loopback interface.
 """

@@ -1,5 +1,5 @@
 """Bootstrap history, sans-io: choose the context messages a turn gets and map
-them to :class:`~band_trio.runtime.types.HistoryItem`.
+them to :class:`~band_trio.adapter.HistoryItem`.
 
 **What differs from the official SDK.** The official runtime reads only the
 *first* (oldest) page of the context endpoint, so in long rooms the model

@@ -1,7 +1,7 @@
 """The default preprocessor: a room event in, an adapter input (or nothing) out.
 
 Sans-io and synchronous: the engine hydrates the room (roster, history) before
-calling it and passes everything in a :class:`~band_trio.runtime.types.TurnContext`.
+calling it and passes everything in a :class:`~band_trio.adapter.TurnContext`.
 Behaviour follows reference runtime.md §3.
 """
 

@@ -1,4 +1,4 @@
-"""End to end on the local platform: an adapter built only on ``band_trio.llm``
+"""End to end on the local platform: an adapter built only on ``band_trio.adapter``
 posts tool events, usage and failure reports, and the platform stores them with
 the exact shapes of tools_adapters.md §3.3. Also: the runtime's FILES pruning
 reaches the adapter's features before ``on_started`` (runtime.md §8.8)."""
