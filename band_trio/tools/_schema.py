@@ -20,12 +20,13 @@ from typing import Any, Literal, Union, get_args, get_origin
 import attrs
 
 from band_trio.adapter.content import is_visible
-from band_trio.errors import ToolArgumentsError
+from band_trio.errors import BandToolError, ToolArgumentsError
 
 __all__ = [
     "ArgMeta",
     "Param",
     "arg",
+    "check_resource_id",
     "json_schema_for_params",
     "params_from_attrs",
     "validate_params",
@@ -35,6 +36,17 @@ _META_KEY = "band_trio.arg"
 
 _RESOURCE_ID = re.compile(r"[A-Za-z0-9_-]+")
 _RESOURCE_ID_ERROR = "must contain only ASCII letters, digits, underscores or hyphens"
+
+
+def check_resource_id(value: str, what: str) -> str:
+    """``value`` when it is a valid resource id (a memory, file or task id).
+
+    Raises:
+        BandToolError: ``"<what> must contain only ASCII letters, ..."``.
+    """
+    if not isinstance(value, str) or not _RESOURCE_ID.fullmatch(value):
+        raise BandToolError(f"{what} {_RESOURCE_ID_ERROR}")
+    return value
 
 
 @attrs.frozen
