@@ -12,32 +12,13 @@ platform for offline development and tests; it comes with the optional extra
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
-from band_trio.agent import Agent, AgentStatistics, open_agent
-from band_trio.errors import *  # noqa: F403
-from band_trio.errors import __all__ as _errors_all
-
-if TYPE_CHECKING:
-    from band_trio.local import HumanClient, LocalPlatform, open_local_platform
 from band_trio._version import __version__
-from band_trio.llm import (
+from band_trio.adapter import (
     AdapterFeatures,
     AgentFailure,
-    Emit,
-    Usage,
-    emit_usage,
-    is_usage_event,
-    post_tool_call,
-    post_tool_result,
-    render_system_prompt,
-    report_failure,
-)
-from band_trio.runtime.config import AgentConfig, AgentSettings, ConflictPolicy
-from band_trio.runtime.platform import PlatformRuntime
-from band_trio.runtime.preprocessor import DefaultPreprocessor
-from band_trio.runtime.room import RoomStatistics
-from band_trio.runtime.types import (
     AgentInput,
     AgentToolsProtocol,
+    Emit,
     FrameworkAdapter,
     HistoryConverter,
     HistoryItem,
@@ -48,12 +29,25 @@ from band_trio.runtime.types import (
     ToolEffect,
     TurnContext,
     TurnHooks,
+    Usage,
+    emit_usage,
+    is_usage_event,
+    post_tool_call,
+    post_tool_result,
+    render_system_prompt,
+    report_failure,
 )
+from band_trio.agent import Agent, AgentStatistics, open_agent
+from band_trio.errors import *  # noqa: F403
+from band_trio.errors import __all__ as _errors_all
+from band_trio.runtime.config import AgentConfig, AgentSettings, ConflictPolicy
+from band_trio.runtime.contact_events import ContactEventConfig, ContactStrategy
+from band_trio.runtime.platform_runtime import PlatformRuntime
+from band_trio.runtime.preprocessor import DefaultPreprocessor
+from band_trio.runtime.room import RoomStatistics
 from band_trio.tools import (
     AgentTools,
     Capability,
-    ContactEventConfig,
-    ContactStrategy,
     ContactTools,
     CustomTools,
     ToolErrorKind,
@@ -76,6 +70,10 @@ from band_trio.wire.models import (
     Peer,
 )
 
+if TYPE_CHECKING:
+    from band_trio.local import HumanClient, LocalPlatform, open_local_platform
+
+
 _LOCAL_NAMES = frozenset({"HumanClient", "LocalPlatform", "open_local_platform"})
 
 
@@ -85,6 +83,7 @@ def __getattr__(name: str) -> Any:
     # the optional extra `band-trio[local]`: without it, the import below raises
     # MissingExtraError, which names the install command.
     if name in _LOCAL_NAMES:
+        # Lazy: the optional `local` extra, loaded on first use (see above).
         import band_trio.local
 
         value = getattr(band_trio.local, name)

@@ -25,31 +25,29 @@ import signal
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
 import attrs
 import trio
 
 from band_trio._util import one_error
+from band_trio.adapter.protocols import AllRoomsCleanup, FrameworkAdapter, Preprocessor
+from band_trio.adapter.simple import SimpleAdapter
+from band_trio.adapter.tool_protocol import AgentToolsProtocol
+from band_trio.adapter.turns import TurnHooks
 from band_trio.errors import BandConfigError, BandError, RateLimitError
-from band_trio.llm.features import AdapterFeatures
 from band_trio.runtime.config import AgentConfig, AgentSettings
+from band_trio.runtime.contact_events import ContactEventConfig, ContactEventHandler
 from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.platform import PlatformRuntime
+from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatistics
-from band_trio.runtime.types import (
-    AgentToolsProtocol,
-    FrameworkAdapter,
-    Preprocessor,
-    SimpleAdapter,
-    TurnHooks,
-)
-from band_trio.tools.agent import AgentTools
-from band_trio.tools.contacts import ContactEventConfig, ContactEventHandler
+from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
-from band_trio.wire.models import ChatParticipant
+from band_trio.wire.link import BandLink
+from band_trio.wire.models import AgentMe, ChatParticipant
+from band_trio.wire.rest import RestClient
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
 
@@ -62,7 +60,7 @@ only absorbs bursts; the link applies back-pressure beyond it)."""
 
 def _unserved_capabilities(feature_flags: Mapping[str, Any] | None) -> frozenset[Capability]:
     """The capabilities the deployment does not serve, from ``/me`` feature flags
-    (runtime.md §1.3 step 6, §8.8).
+    at start-up.
 
     FILES needs ``ff_file_transfer`` to be exactly ``True``; false or a missing
     key leaves it unserved. Flags of None (an old platform) prune nothing.
@@ -76,12 +74,13 @@ def _unserved_capabilities(feature_flags: Mapping[str, Any] | None) -> frozenset
 
 def _prune_adapter_features(adapter: object, unserved: frozenset[Capability]) -> None:
     """Remove unserved capabilities from a :class:`SimpleAdapter`'s features
-    before ``on_started`` (runtime.md §8.8), so the adapter never asks for them."""
+    before ``on_started``, so the adapter never asks for them."""
     if not unserved or not isinstance(adapter, SimpleAdapter):
         return
-    # A subclass that skipped SimpleAdapter.__init__ has no features to prune.
-    features = getattr(adapter, "features", None)
-    if isinstance(features, AdapterFeatures) and features.capabilities & unserved:
+    # A subclass that skipped SimpleAdapter.__init__ has the class default
+    # (no capabilities), so there is nothing to prune.
+    features = adapter.features
+    if features.capabilities & unserved:
         adapter.apply_effective_features(features.without_capabilities(unserved))
 
 
@@ -197,7 +196,7 @@ class Agent:
         self.agent_name: str | None = None
         self.agent_description: str | None = None
         self._engine: AgentEngine | None = None
-        self._link: Any = None
+        self._link: BandLink | None = None
         self._serving = False
         self._shutdown_requested = trio.Event()
 
@@ -324,7 +323,7 @@ class Agent:
                         "the platform reports no description for this agent; set one first"
                     )
                 self.agent_name, self.agent_description = me.name, me.description
-                unserved = _unserved_capabilities(getattr(me, "feature_flags", None))
+                unserved = _unserved_capabilities(me.feature_flags)
                 if Capability.FILES in unserved:
                     logger.info(
                         "the platform does not serve file transfer; file tools are not offered"
@@ -342,7 +341,7 @@ class Agent:
                 def make_tools(
                     room_id: str, participants: Sequence[ChatParticipant], hooks: TurnHooks
                 ) -> AgentToolsProtocol:
-                    tools = AgentTools(
+                    return AgentTools(
                         rest=rest,
                         room_id=room_id,
                         agent_id=agent_id,
@@ -351,7 +350,6 @@ class Agent:
                         hub_room_id=hub_room_id(),
                         unserved=unserved,
                     )
-                    return cast(AgentToolsProtocol, tools)
 
                 services = RoomServices(
                     agent_id=agent_id,
@@ -405,14 +403,14 @@ class Agent:
         finally:
             ledger.close()
 
-    async def _subscribe_contacts(self, link: Any, agent_id: str) -> None:
+    async def _subscribe_contacts(self, link: BandLink, agent_id: str) -> None:
         topic = f"agent_contacts:{agent_id}"
         try:
             await link.join(topic)
         except BandError as exc:
             logger.warning("could not join %s: %s; contact events will be missed", topic, exc)
 
-    async def _fetch_me(self, rest: Any) -> Any:
+    async def _fetch_me(self, rest: RestClient) -> AgentMe:
         delays = self.runtime.config.me_retry_delays
         for attempt in range(len(delays) + 1):
             try:
@@ -444,13 +442,13 @@ class Agent:
                 return
 
     async def _adapter_cleanup(self) -> None:
-        cleanup_all = getattr(self.adapter, "cleanup_all", None)
-        if not callable(cleanup_all):
+        adapter = self.adapter
+        if not isinstance(adapter, AllRoomsCleanup):
             return
         with trio.CancelScope(shield=True):
             with trio.move_on_after(self.runtime.config.cleanup_timeout):
                 try:
-                    await cleanup_all()
+                    await adapter.cleanup_all()
                 except Exception:
                     logger.exception("adapter cleanup_all failed")
 

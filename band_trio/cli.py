@@ -39,6 +39,7 @@ def _add_platform(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _platform_info(platform: object) -> dict[str, object]:
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import LocalPlatform
 
     assert isinstance(platform, LocalPlatform)
@@ -82,6 +83,7 @@ def _print_info(info: dict[str, object], as_json: bool) -> None:
 
 
 async def _serve_platform(args: argparse.Namespace) -> None:
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import LocalPlatform
 
     platform = LocalPlatform(host=args.host, port=args.port)
@@ -97,7 +99,7 @@ async def _serve_platform(args: argparse.Namespace) -> None:
 def _require_local() -> None:
     """Import the local platform now, outside Trio, so that a missing ``local``
     extra is one plain :class:`MissingExtraError` (reported by :func:`main`)."""
-    import band_trio.local  # noqa: F401
+    import band_trio.local  # noqa: F401 - lazy: the optional `local` extra
 
 
 def _run_platform(args: argparse.Namespace) -> int:
@@ -135,6 +137,7 @@ def _add_demo(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _run_demo(args: argparse.Namespace) -> int:
     _require_local()
+    # Lazy: the demo runs on the local platform, the optional `local` extra.
     from band_trio.demo import main as demo_main
 
     return demo_main()

@@ -1,7 +1,7 @@
 """``band-trio demo``: a whole Band conversation on this machine, in a few seconds.
 
 It starts the embedded local platform, an example agent (an echo-ish
-:class:`~band_trio.runtime.types.SimpleAdapter`) and a human in one room, posts
+:class:`~band_trio.adapter.SimpleAdapter`) and a human in one room, posts
 a few messages as the human, prints the conversation live as it happens, then
 shuts everything down and exits 0. Nothing leaves the loopback interface.
 """
@@ -15,14 +15,11 @@ from typing import Any, TextIO
 
 import trio
 
+from band_trio.adapter.messages import HistoryProvider, PlatformMessage
+from band_trio.adapter.simple import SimpleAdapter
+from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.agent import Agent
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.types import (
-    AgentToolsProtocol,
-    HistoryProvider,
-    PlatformMessage,
-    SimpleAdapter,
-)
 
 __all__ = ["DEMO_MESSAGES", "EchoAdapter", "main", "run_demo"]
 
@@ -98,6 +95,7 @@ async def run_demo(
         out: where the conversation is printed (stdout by default).
         reply_timeout: how long to wait for each answer.
     """
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import HumanClient, open_local_platform
 
     stream = out if out is not None else sys.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import band_trio
-import band_trio.llm
+import band_trio.adapter
 import band_trio.testing
 import band_trio.wire
 
@@ -36,7 +36,7 @@ PUBLIC = {
     "AgentTools", "Capability", "ContactEventConfig", "ContactStrategy", "ContactTools",
     "CustomTools", "ToolErrorKind", "ToolResult", "get_anthropic_tool_schemas",
     "get_openai_tool_schemas", "get_tool_schemas",
-    # shared pieces of LLM adapters (band_trio.llm)
+    # shared pieces of LLM adapters (band_trio.adapter)
     "AdapterFeatures", "AgentFailure", "Emit", "Usage", "emit_usage", "is_usage_event",
     "post_tool_call", "post_tool_result", "render_system_prompt", "report_failure",
     # REST models an adapter meets
@@ -83,30 +83,37 @@ def test_wire_name_resolves_and_is_documented(name: str) -> None:
         assert inspect.getdoc(obj), f"{name} has no docstring"
 
 
-LLM = {
-    "CAPABILITY_SECTIONS", "FAILURE_METADATA_KEY", "GENERIC_FAILURE_MESSAGE",
-    "MISSING_REPLY_MESSAGE", "USAGE_EVENT_TYPE", "USAGE_METADATA_KEY", "AdapterFeatures",
-    "AgentFailure", "Emit", "Usage", "emit_usage", "image_blocks_placeholder",
-    "is_usage_event", "post_tool_call", "post_tool_result", "render_system_prompt",
-    "report_failure", "resolve_features", "tool_call_content", "tool_result_content",
+ADAPTER = {
+    "CAPABILITY_SECTIONS", "ERROR_EVENT_TEXT", "EVENT_CONTENT_LIMIT", "FAILURE_METADATA_KEY",
+    "GENERIC_FAILURE_MESSAGE", "MISSING_REPLY_MESSAGE", "MISSING_REPLY_TEXT",
+    "TRUNCATION_MARKER", "USAGE_EVENT_TYPE", "USAGE_METADATA_KEY", "AdapterFeatures",
+    "AgentFailure", "AgentInput", "AgentToolsProtocol", "AllRoomsCleanup", "Capability",
+    "CustomToolSet", "Emit", "FailureReporter", "FrameworkAdapter", "HistoryConverter",
+    "HistoryItem", "HistoryProvider", "HistoryRole", "InterruptHandler",
+    "NamedHistoryConverter", "PlatformMessage", "Preprocessor", "Roster", "SchemaFormat",
+    "SimpleAdapter", "ToolCategory", "ToolEffect", "ToolErrorKind", "ToolResult", "ToolSpec",
+    "TurnContext", "TurnHooks", "TurnJudging", "Usage", "emit_usage",
+    "image_blocks_placeholder", "is_usage_event", "is_visible", "post_tool_call",
+    "post_tool_result", "render_system_prompt", "report_failure", "resolve_features",
+    "to_jsonable", "tool_call_content", "tool_result_content", "truncate_event_content",
 }  # fmt: skip
 
 
-def test_llm_names_are_pinned() -> None:
-    assert set(band_trio.llm.__all__) == LLM
-    for name in LLM:
-        obj = getattr(band_trio.llm, name)
+def test_adapter_contract_names_are_pinned() -> None:
+    assert set(band_trio.adapter.__all__) == ADAPTER
+    for name in ADAPTER:
+        obj = getattr(band_trio.adapter, name)
         if inspect.isclass(obj) or inspect.isfunction(obj):
             assert inspect.getdoc(obj), f"{name} has no docstring"
 
 
-def test_llm_module_imports_no_llm_framework() -> None:
-    """DESIGN.md rule 7: the core never imports an LLM framework."""
+def test_adapter_contract_imports_no_llm_framework() -> None:
+    """The core never imports an LLM framework."""
     import subprocess
     import sys
 
     code = (
-        "import sys, band_trio, band_trio.llm; "
+        "import sys, band_trio, band_trio.adapter; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'anthropic', 'langchain', 'langchain_core', 'langgraph', 'openai'}); "
         "print(','.join(bad))"

@@ -12,11 +12,11 @@ item 4).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
 
 import trio
 
 from band_trio.runtime.control import ControlHandler
+from band_trio.runtime.ports import EventRoutes
 from band_trio.wire.events import (
     AgentControl,
     ContactAdded,
@@ -31,9 +31,7 @@ from band_trio.wire.events import (
     RoomRemoved,
     Supersede,
 )
-
-if TYPE_CHECKING:
-    from band_trio.runtime.engine import AgentEngine
+from band_trio.wire.link import EventRejected, LinkEvent, LinkReconnected, TopicLost
 
 __all__ = ["Dispatcher"]
 
@@ -44,11 +42,11 @@ class Dispatcher:
     """Reads the link's event channel and routes each event.
 
     Args:
-        engine: the room manager.
+        engine: the room manager (the engine).
         control: applies ``agent.control`` signals.
     """
 
-    def __init__(self, engine: AgentEngine, control: ControlHandler) -> None:
+    def __init__(self, engine: EventRoutes, control: ControlHandler) -> None:
         self._engine = engine
         self._control = control
         self.events = 0
@@ -56,7 +54,7 @@ class Dispatcher:
         self.rejected = 0
         self.ignored = 0
 
-    async def run(self, events: trio.MemoryReceiveChannel[Any]) -> None:
+    async def run(self, events: trio.MemoryReceiveChannel[LinkEvent]) -> None:
         """Route events until the channel closes or the task is cancelled."""
         async with events:
             async for event in events:
@@ -71,8 +69,6 @@ class Dispatcher:
             logger.exception("error while routing %s", type(event).__name__)
 
     def _route(self, event: object) -> None:
-        from band_trio.wire.link import EventRejected, LinkReconnected, TopicLost
-
         engine = self._engine
         if isinstance(event, MessageCreated | ParticipantAdded | ParticipantRemoved):
             room = engine.room(event.room_id)

@@ -11,12 +11,12 @@ until the room is removed or the agent shuts down, and finally runs
 Shutdown (:meth:`AgentEngine.shutdown`) fences every room at once (no new
 turn starts anywhere), waits for running turns under ONE global deadline, then
 cancels what is left; every room's cleanup runs concurrently, so the time a
-shutdown takes does not grow with the number of rooms (reference runtime.md §9
-item 9).
+shutdown takes does not grow with the number of rooms.
 
-When the adapter has an ``on_interrupt(room_id, mode)`` coroutine method, it is
-called once for every room an applied ``interrupt`` or ``stop`` signal reached
-(runtime.md §8.84, §8.85). The dispatcher only queues the call (bounded, never
+When the adapter implements :class:`~band_trio.adapter.InterruptHandler`
+(``SimpleAdapter`` does, with a no-op default), its ``on_interrupt(room_id,
+mode)`` is called once for every room an applied ``interrupt`` or ``stop``
+signal reached. The dispatcher only queues the call (bounded, never
 blocking); a small pool of tasks runs the calls concurrently, each under
 ``_INTERRUPT_HOOK_TIMEOUT``, so a slow hook neither holds later signals nor
 other rooms' hooks. Errors are logged and swallowed.
@@ -26,17 +26,21 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 import trio
 
+from band_trio.adapter.messages import PlatformMessage
+from band_trio.adapter.protocols import InterruptHandler
 from band_trio.errors import BandError
+from band_trio.runtime.contact_events import ContactHandlerStatistics
 from band_trio.runtime.control import ControlHandler
 from band_trio.runtime.dispatcher import Dispatcher
+from band_trio.runtime.ports import ContactService, TopicLink
 from band_trio.runtime.room import Room, RoomServices, RoomStatistics
-from band_trio.runtime.types import PlatformMessage
+from band_trio.wire.events import ContactEvent
+from band_trio.wire.link import LinkEvent, room_topics
 
 __all__ = ["AgentEngine", "EngineStatistics"]
 
@@ -88,7 +92,7 @@ class AgentEngine:
         link: the agent's :class:`~band_trio.wire.link.BandLink` (for joins and leaves).
     """
 
-    def __init__(self, services: RoomServices, link: Any) -> None:
+    def __init__(self, services: RoomServices, link: TopicLink) -> None:
         self._svc = services
         self._link = link
         self._config = services.config
@@ -104,11 +108,15 @@ class AgentEngine:
         self._all_done = trio.Event()
         self._all_done.set()
         self._held_synthetic: dict[str, list[PlatformMessage]] = {}
-        self._contacts: Any = None
-        self._contact_send, self._contact_recv = trio.open_memory_channel[Any](_CONTACT_BUFFER)
+        self._contacts: ContactService | None = None
+        self._contact_send, self._contact_recv = trio.open_memory_channel[ContactEvent](
+            _CONTACT_BUFFER
+        )
         self._contact_overflows = 0
-        hook = getattr(services.adapter, "on_interrupt", None)
-        self._on_interrupt: Any = hook if callable(hook) else None
+        adapter = services.adapter
+        self._on_interrupt: Callable[[str, str], Awaitable[None]] | None = (
+            adapter.on_interrupt if isinstance(adapter, InterruptHandler) else None
+        )
         self._interrupt_send, self._interrupt_recv = trio.open_memory_channel[tuple[str, str]](
             _INTERRUPT_BUFFER
         )
@@ -151,7 +159,7 @@ class AgentEngine:
 
     async def serve(
         self,
-        events: trio.MemoryReceiveChannel[Any],
+        events: trio.MemoryReceiveChannel[LinkEvent],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -165,12 +173,13 @@ class AgentEngine:
             self._nursery = nursery
             if self._on_interrupt is not None:
                 for _ in range(_INTERRUPT_WORKERS):
-                    nursery.start_soon(self._interrupt_worker)
+                    nursery.start_soon(self._interrupt_worker, self._on_interrupt)
             nursery.start_soon(self.dispatcher.run, events)
             try:
                 listed = await self._list_rooms()
             except BandError as exc:
-                # Start anyway and keep trying in the background (runtime.md §9 item 16).
+                # Start anyway and keep trying in the background: a platform
+                # hiccup at start-up must not keep the agent down.
                 logger.warning("could not list rooms at startup: %s; retrying", exc)
                 nursery.start_soon(self._relist, True)
             else:
@@ -282,8 +291,6 @@ class AgentEngine:
         return False
 
     async def _join(self, room_id: str) -> None:
-        from band_trio.wire.link import room_topics
-
         chat_topic, participants_topic = room_topics(room_id)
         await self._link.join(chat_topic)
         try:
@@ -299,8 +306,6 @@ class AgentEngine:
             raise
 
     async def _leave(self, room_id: str) -> None:
-        from band_trio.wire.link import room_topics
-
         for topic in room_topics(room_id):
             try:
                 await self._link.leave(topic)
@@ -419,18 +424,18 @@ class AgentEngine:
             del held[0]
         held.append(message)
 
-    def start_contacts(self, handler: Any) -> None:
+    def start_contacts(self, handler: ContactService) -> None:
         """Hand contact events to ``handler`` (a ``ContactEventHandler``), in order,
         in a task of the engine's nursery."""
         assert self._nursery is not None
         self._contacts = handler
         self._nursery.start_soon(self._contacts_loop, handler)
 
-    def contact_statistics(self) -> Any:
+    def contact_statistics(self) -> ContactHandlerStatistics | None:
         """The contact handler's counters (``ContactHandlerStatistics``), or None."""
         return None if self._contacts is None else self._contacts.statistics()
 
-    def on_contact_event(self, event: object) -> None:
+    def on_contact_event(self, event: ContactEvent) -> None:
         """Queue a contact event for the handler (never blocks)."""
         if self._contacts is None:
             return
@@ -440,7 +445,7 @@ class AgentEngine:
             self._contact_overflows += 1
             logger.warning("contact handler is behind; dropped %s", type(event).__name__)
 
-    async def _contacts_loop(self, handler: Any) -> None:
+    async def _contacts_loop(self, handler: ContactService) -> None:
         try:
             await handler.start()
         except BandError as exc:
@@ -459,11 +464,11 @@ class AgentEngine:
                 "on_interrupt is behind; not calling it for %s in room %s", mode, room_id
             )
 
-    async def _interrupt_worker(self) -> None:
+    async def _interrupt_worker(self, hook: Callable[[str, str], Awaitable[None]]) -> None:
         async for room_id, mode in self._interrupt_recv:
             with trio.move_on_after(_INTERRUPT_HOOK_TIMEOUT) as scope:
                 try:
-                    await self._on_interrupt(room_id, mode)
+                    await hook(room_id, mode)
                 except Exception:
                     logger.exception("adapter on_interrupt failed for room %s", room_id)
             if scope.cancelled_caught:

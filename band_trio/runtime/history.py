@@ -1,5 +1,5 @@
 """Bootstrap history, sans-io: choose the context messages a turn gets and map
-them to :class:`~band_trio.runtime.types.HistoryItem`.
+them to :class:`~band_trio.adapter.HistoryItem`.
 
 **What differs from the official SDK.** The official runtime reads only the
 *first* (oldest) page of the context endpoint, so in long rooms the model
@@ -42,9 +42,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from band_trio.adapter.messages import HistoryItem, HistoryRole
+from band_trio.adapter.roster import Roster, rewrite_mention_tokens
 from band_trio.errors import BandConfigError
-from band_trio.runtime.roster import Roster, rewrite_mention_tokens
-from band_trio.runtime.types import HistoryItem, HistoryRole
 from band_trio.wire.models import ChatMessage
 
 __all__ = [

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from band_trio.adapter.messages import HistoryProvider
+from band_trio.adapter.roster import Roster
 from band_trio.errors import BandError
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.history import HistoryWindow, to_history_items
 from band_trio.runtime.room_rest import RoomRest
-from band_trio.runtime.roster import Roster
-from band_trio.runtime.types import HistoryProvider
 
 __all__ = ["load_history"]
 

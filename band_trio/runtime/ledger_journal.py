@@ -76,11 +76,11 @@ def _acquire_lock(file: Path) -> IO[bytes]:
         raise BandConfigError(f"cannot open the ledger lock {str(lock_path)!r}: {exc}") from exc
     try:
         if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-            import msvcrt
+            import msvcrt  # exists on Windows only
 
             msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
         else:
-            import fcntl
+            import fcntl  # exists on POSIX only
 
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -1,7 +1,7 @@
 """The default preprocessor: a room event in, an adapter input (or nothing) out.
 
 Sans-io and synchronous: the engine hydrates the room (roster, history) before
-calling it and passes everything in a :class:`~band_trio.runtime.types.TurnContext`.
+calling it and passes everything in a :class:`~band_trio.adapter.TurnContext`.
 Behaviour follows reference runtime.md §3.
 """
 
@@ -11,9 +11,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from band_trio.adapter.messages import PlatformMessage
+from band_trio.adapter.roster import rewrite_mention_tokens
+from band_trio.adapter.turns import AgentInput, TurnContext
 from band_trio.runtime.history import clean_metadata, parse_timestamp
-from band_trio.runtime.roster import rewrite_mention_tokens
-from band_trio.runtime.types import AgentInput, PlatformMessage, TurnContext
 from band_trio.wire import unstructure
 from band_trio.wire.events import MessageCreated, MessageUpdated
 from band_trio.wire.models import ChatMessage

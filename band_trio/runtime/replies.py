@@ -8,42 +8,24 @@ tools journal a digest of each reply before posting it (the claims ledger's
 *reply intents*), and before such a message runs again the room looks for the
 reply on the platform with :func:`find_landed_reply`.
 
-The platform rewrites mentions into ``@[[<id>]]`` tokens (and prepends one for
-a mentioned participant the text does not name, protocol.md §5.8), so the
-digest is taken over the text without any mention token or ``@handle`` (the
-punctuation around a mention is kept), with whitespace collapsed: the sent text
-and the stored text give the same digest.
+The digest (:func:`band_trio.tools.reply_digest.reply_digest`) is the same for
+the text as sent and the text as the platform stored it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import re
 from collections.abc import Collection
-from typing import Final
 
 from band_trio.runtime.room_rest import RoomRest
+from band_trio.tools.reply_digest import reply_digest
 from band_trio.wire.events import MessageCreated
 
-__all__ = ["ReplyLookupIncomplete", "find_landed_reply", "reply_digest"]
-
-_TOKEN: Final = re.compile(r"@\[\[[^\]]*\]\]")
-# A handle as the platform matches it (whole handles, protocol.md Appendix B):
-# not after a word character, and without the punctuation that follows it
-# ("@alice," becomes "@[[id]],"), a final "." included ("see @alice.").
-_AT_WORD: Final = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9_/-]+(?:\.[A-Za-z0-9_/-]+)*")
+__all__ = ["ReplyLookupIncomplete", "find_landed_reply"]
 
 
 class ReplyLookupIncomplete(Exception):
     """The room's context was longer than the lookup may read: not known."""
-
-
-def reply_digest(content: str) -> str:
-    """The digest of a reply's text as sent, equal to that of the text as stored."""
-    text = _AT_WORD.sub(" ", _TOKEN.sub(" ", content))
-    normal = " ".join(text.split())
-    return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _instant(value: str | None) -> dt.datetime | None:

@@ -43,6 +43,12 @@ from typing import Final
 
 import trio
 
+from band_trio.adapter.failures import ERROR_EVENT_TEXT, MISSING_REPLY_TEXT
+from band_trio.adapter.messages import HistoryProvider, PlatformMessage
+from band_trio.adapter.protocols import TurnJudging
+from band_trio.adapter.roster import Roster, RosterSnapshot, render_participants_msg
+from band_trio.adapter.tool_protocol import AgentToolsProtocol
+from band_trio.adapter.turns import TurnContext
 from band_trio.errors import (
     BandError,
     HistoryConversionError,
@@ -67,18 +73,11 @@ from band_trio.runtime.room_services import (
     RoomStatistics,
     ToolsFactory,
 )
-from band_trio.runtime.roster import Roster, RosterSnapshot, render_participants_msg
 from band_trio.runtime.running_turn import RunningTurn
 from band_trio.runtime.schedule import ReconcileOutcome
 from band_trio.runtime.settlement import Abort, ErrorNotice, TurnEnd
 from band_trio.runtime.settler import Settler
-from band_trio.runtime.types import (
-    AgentToolsProtocol,
-    HistoryProvider,
-    PlatformMessage,
-    TurnContext,
-    TurnVerdict,
-)
+from band_trio.runtime.turn_ledger import TurnVerdict
 from band_trio.wire.events import MessageCreated, ParticipantAdded, ParticipantRemoved
 from band_trio.wire.models import ChatMessage
 
@@ -94,14 +93,6 @@ __all__ = [
 
 logger = logging.getLogger("band_trio.runtime.room")
 
-ERROR_EVENT_TEXT: Final = "Internal error while processing message; see agent logs."
-"""The one generic text posted to a room when a message fails for the last time."""
-
-MISSING_REPLY_TEXT: Final = (
-    "The agent ended its turn without replying or calling band_no_reply, "
-    "so nothing reached the room."
-)
-"""Posted when a judged turn ended without a reply, a decline or durable work."""
 
 _MAX_SYSTEM_LINES: Final = 100
 """System lines (contact broadcasts) kept for a room's next turn; oldest dropped."""
@@ -692,7 +683,8 @@ class Room:
             aborted=turn.aborted,
             error=error,
             dropped=dropped,
-            missing_reply=getattr(self._svc.adapter, "judges_turns", False)
+            missing_reply=isinstance(self._svc.adapter, TurnJudging)
+            and self._svc.adapter.judges_turns
             and turn.ledger.verdict is TurnVerdict.MISSING_REPLY,
         )
         return end, (error if end is TurnEnd.ERROR else None)

@@ -1,6 +1,6 @@
 """One running turn of a room: its cancel scope and the hooks its tools call.
 
-A :class:`RunningTurn` is what :class:`~band_trio.runtime.types.TurnHooks`
+A :class:`RunningTurn` is what :class:`~band_trio.adapter.turns.TurnHooks`
 stands for while a turn runs: the tools journal the turn's replies through it
 (into the claims ledger, durably, at once) and tell it about a failure report
 or a platform stop. The room cancels the turn through :meth:`RunningTurn.abort`.
@@ -12,9 +12,10 @@ import logging
 
 import trio
 
+from band_trio.adapter.capabilities import ToolEffect
 from band_trio.runtime.ledger import Attempt, ClaimsLedger
 from band_trio.runtime.settlement import Abort
-from band_trio.runtime.types import ToolEffect, TurnLedger
+from band_trio.runtime.turn_ledger import TurnLedger
 
 __all__ = ["RunningTurn"]
 
@@ -24,7 +25,7 @@ logger = logging.getLogger("band_trio.runtime.room")
 
 
 class RunningTurn:
-    """One running turn; the :class:`~band_trio.runtime.types.TurnHooks` the tools call.
+    """One running turn; the :class:`~band_trio.adapter.turns.TurnHooks` the tools call.
 
     Args:
         room_id: the room.

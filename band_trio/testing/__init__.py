@@ -10,11 +10,11 @@ __all__ = ["FakeAgentTools", "reported_failures"]
 def __getattr__(name: str) -> Any:
     # Lazy, so loading the pytest plugin does not import the tools layer.
     if name == "FakeAgentTools":
-        from band_trio.testing.fakes import FakeAgentTools
+        from band_trio.testing.fakes import FakeAgentTools  # lazy: see above
 
         return FakeAgentTools
     if name == "reported_failures":
-        from band_trio.testing.fakes import reported_failures
+        from band_trio.testing.fakes import reported_failures  # lazy: see above
 
         return reported_failures
     raise AttributeError(f"module 'band_trio.testing' has no attribute {name!r}")

@@ -19,18 +19,20 @@ from typing import Any
 import attrs
 import trio
 
+from band_trio.adapter.capabilities import ToolEffect
+from band_trio.adapter.content import is_visible, truncate_event_content
+from band_trio.adapter.failures import AgentFailure
+from band_trio.adapter.roster import Roster, available_handles, resolve_mention
+from band_trio.adapter.tool_protocol import AgentToolsProtocol, CustomToolSet
+from band_trio.adapter.tool_results import ToolErrorKind, ToolResult, to_jsonable
+from band_trio.adapter.turns import TurnHooks
 from band_trio.errors import (
     BandToolError,
     RoomExecutionStoppedError,
     ToolArgumentsError,
     UnknownParticipantError,
 )
-from band_trio.llm.events import AgentFailure
-from band_trio.runtime.roster import Roster, available_handles, resolve_mention
-from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
 from band_trio.tools._schema import validate_params
-from band_trio.tools.content import is_visible, truncate_event_content
-from band_trio.tools.custom import CustomTools
 from band_trio.tools.definitions import (
     DEFAULT_CAPABILITIES,
     Capability,
@@ -39,7 +41,6 @@ from band_trio.tools.definitions import (
     get_tool_definition,
     offered_schemas,
 )
-from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
 from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent, Recipient
 
 logger = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ class FakeAgentTools:
         hooks: TurnHooks | None = None,
         capabilities: frozenset[Capability] | None = None,
         tool_results: Mapping[str, Any] | None = None,
-        custom_tools: CustomTools | None = None,
+        custom_tools: CustomToolSet | None = None,
     ) -> None:
         self.participants = list(participants)
         self.agent_id = agent_id
@@ -331,6 +332,255 @@ class FakeAgentTools:
                 self.hooks.failure_reported()
         return sent
 
+    # ------------------------------------------------------------- platform tools
+
+    async def _call_tool(self, method: str, kwargs: dict[str, Any]) -> Any:
+        # A platform tool called as a Python method: recorded under the method
+        # name; scripted failures, canned results and effects as for a model call.
+        await trio.lowlevel.checkpoint()
+        self.calls.append(RecordedCall(method, dict(kwargs)))
+        definition = get_tool_definition(f"band_{method}")
+        assert definition is not None
+        value = await self._run(definition.name, kwargs, definition.effect)
+        self._touch()
+        return value
+
+    async def _call_dict_tool(self, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        value = await self._call_tool(method, kwargs)
+        return value if isinstance(value, dict) else {"result": value}
+
+    async def no_reply(self, reason: str | None = None) -> dict[str, str]:
+        """Like :meth:`AgentTools.no_reply`: records a DECLINE effect."""
+        value = await self._call_tool("no_reply", {"reason": reason})
+        return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+    async def get_participants_list(self) -> list[ChatParticipant]:
+        """The participants given to the fake (recorded, no canned result)."""
+        await trio.lowlevel.checkpoint()
+        self.calls.append(RecordedCall("get_participants_list", {}))
+        self._maybe_fail("band_get_participants")
+        return list(self.participants)
+
+    async def get_participants(self) -> list[dict[str, Any]]:
+        """The canned ``band_get_participants`` result, else the participants
+        given to the fake as ``{id, name, handle, type}`` dicts."""
+        if "band_get_participants" in self.tool_results:
+            value = await self._call_tool("get_participants", {})
+            return list(value) if isinstance(value, list) else [value]
+        await self._call_tool("get_participants", {})
+        return [
+            {"id": p.id, "name": p.name, "handle": p.handle, "type": p.type}
+            for p in self.participants
+        ]
+
+    async def lookup_peers(self, page: int = 1, page_size: int = 50) -> dict[str, Any]:
+        """Canned result of ``band_lookup_peers``."""
+        return await self._call_dict_tool("lookup_peers", {"page": page, "page_size": page_size})
+
+    async def add_participant(self, identifier: str, role: str = "member") -> dict[str, Any]:
+        """Canned result of ``band_add_participant``; records an ACT effect."""
+        return await self._call_dict_tool(
+            "add_participant", {"identifier": identifier, "role": role}
+        )
+
+    async def remove_participant(self, identifier: str) -> dict[str, Any]:
+        """Canned result of ``band_remove_participant``; records an ACT effect."""
+        return await self._call_dict_tool("remove_participant", {"identifier": identifier})
+
+    async def create_chatroom(self, task_id: str | None = None) -> str:
+        """The canned ``band_create_chatroom`` result when it is a string, else a
+        fresh fake room id."""
+        value = await self._call_tool("create_chatroom", {"task_id": task_id})
+        return value if isinstance(value, str) else f"room-{next(self._ids)}"
+
+    async def list_contacts(self, page: int = 1, page_size: int = 50) -> dict[str, Any]:
+        """Canned result of ``band_list_contacts``."""
+        return await self._call_dict_tool("list_contacts", {"page": page, "page_size": page_size})
+
+    async def add_contact(self, handle: str, message: str | None = None) -> dict[str, Any]:
+        """Canned result of ``band_add_contact``."""
+        return await self._call_dict_tool("add_contact", {"handle": handle, "message": message})
+
+    async def remove_contact(
+        self, handle: str | None = None, contact_id: str | None = None
+    ) -> dict[str, Any]:
+        """Canned result of ``band_remove_contact``."""
+        return await self._call_dict_tool(
+            "remove_contact", {"handle": handle, "contact_id": contact_id}
+        )
+
+    async def list_contact_requests(
+        self, page: int = 1, page_size: int = 50, sent_status: str = "pending"
+    ) -> dict[str, Any]:
+        """Canned result of ``band_list_contact_requests``."""
+        return await self._call_dict_tool(
+            "list_contact_requests",
+            {"page": page, "page_size": page_size, "sent_status": sent_status},
+        )
+
+    async def respond_contact_request(
+        self, action: str, handle: str | None = None, request_id: str | None = None
+    ) -> dict[str, Any]:
+        """Canned result of ``band_respond_contact_request``."""
+        return await self._call_dict_tool(
+            "respond_contact_request",
+            {"action": action, "handle": handle, "request_id": request_id},
+        )
+
+    async def list_memories(
+        self,
+        subject_id: str | None = None,
+        scope: str | None = None,
+        system: str | None = None,
+        type: str | None = None,
+        segment: str | None = None,
+        content_query: str | None = None,
+        page_size: int = 50,
+        status: str | None = None,
+    ) -> dict[str, Any]:
+        """Canned result of ``band_list_memories``."""
+        return await self._call_dict_tool(
+            "list_memories",
+            {
+                "subject_id": subject_id,
+                "scope": scope,
+                "system": system,
+                "type": type,
+                "segment": segment,
+                "content_query": content_query,
+                "page_size": page_size,
+                "status": status,
+            },
+        )
+
+    async def store_memory(
+        self,
+        content: str,
+        system: str,
+        type: str,
+        segment: str,
+        thought: str,
+        scope: str,
+        subject_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Canned result of ``band_store_memory``."""
+        return await self._call_dict_tool(
+            "store_memory",
+            {
+                "content": content,
+                "system": system,
+                "type": type,
+                "segment": segment,
+                "thought": thought,
+                "scope": scope,
+                "subject_id": subject_id,
+                "metadata": metadata,
+            },
+        )
+
+    async def get_memory(self, memory_id: str) -> dict[str, Any]:
+        """Canned result of ``band_get_memory``."""
+        return await self._call_dict_tool("get_memory", {"memory_id": memory_id})
+
+    async def supersede_memory(self, memory_id: str) -> dict[str, Any]:
+        """Canned result of ``band_supersede_memory``."""
+        return await self._call_dict_tool("supersede_memory", {"memory_id": memory_id})
+
+    async def archive_memory(self, memory_id: str) -> dict[str, Any]:
+        """Canned result of ``band_archive_memory``."""
+        return await self._call_dict_tool("archive_memory", {"memory_id": memory_id})
+
+    async def list_room_files(self, cursor: str | None = None) -> dict[str, Any]:
+        """Canned result of ``band_list_room_files``."""
+        return await self._call_dict_tool("list_room_files", {"cursor": cursor})
+
+    async def read_room_file(self, file_id: str) -> dict[str, Any]:
+        """Canned result of ``band_read_room_file``."""
+        return await self._call_dict_tool("read_room_file", {"file_id": file_id})
+
+    async def send_room_file(
+        self,
+        content: str,
+        filename: str,
+        mentions: Sequence[str],
+        caption: str = "",
+    ) -> dict[str, Any]:
+        """Canned result of ``band_send_room_file``; records a REPLY effect."""
+        return await self._call_dict_tool(
+            "send_room_file",
+            {
+                "content": content,
+                "filename": filename,
+                "mentions": list(mentions),
+                "caption": caption,
+            },
+        )
+
+    async def list_tasks(
+        self, state: str | None = None, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """Canned result of ``band_list_tasks``."""
+        return await self._call_dict_tool(
+            "list_tasks", {"state": state, "cursor": cursor, "limit": limit}
+        )
+
+    async def create_task(
+        self, subject: str, detail: str | None = None, supersedes_id: str | None = None
+    ) -> dict[str, Any]:
+        """Canned result of ``band_create_task``."""
+        return await self._call_dict_tool(
+            "create_task", {"subject": subject, "detail": detail, "supersedes_id": supersedes_id}
+        )
+
+    async def get_task(self, id: str, include: str | None = None) -> dict[str, Any]:
+        """Canned result of ``band_get_task``."""
+        return await self._call_dict_tool("get_task", {"id": id, "include": include})
+
+    async def update_task(
+        self,
+        id: str,
+        status: str | None = None,
+        active_form: str | None = None,
+        comment: str | None = None,
+        subject: str | None = None,
+        detail: str | None = None,
+        state: str | None = None,
+    ) -> dict[str, Any]:
+        """Canned result of ``band_update_task``."""
+        return await self._call_dict_tool(
+            "update_task",
+            {
+                "id": id,
+                "status": status,
+                "active_form": active_form,
+                "comment": comment,
+                "subject": subject,
+                "detail": detail,
+                "state": state,
+            },
+        )
+
+    async def get_task_history(
+        self, id: str, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """Canned result of ``band_get_task_history``."""
+        return await self._call_dict_tool(
+            "get_task_history", {"id": id, "cursor": cursor, "limit": limit}
+        )
+
+    async def get_board(self, include: str | None = None) -> dict[str, Any]:
+        """Canned result of ``band_get_board``."""
+        return await self._call_dict_tool("get_board", {"include": include})
+
+    async def set_board(
+        self, goal_title: str | None = None, goal_summary: str | None = None
+    ) -> dict[str, Any]:
+        """Canned result of ``band_set_board``."""
+        return await self._call_dict_tool(
+            "set_board", {"goal_title": goal_title, "goal_summary": goal_summary}
+        )
+
     # ------------------------------------------------------------- model API
 
     def get_tool_schemas(
@@ -341,7 +591,7 @@ class FakeAgentTools:
         include_tools: Iterable[str] | None = None,
         exclude_tools: Iterable[str] | None = None,
         include_categories: Iterable[ToolCategory | str] | None = None,
-        custom_tools: CustomTools | None = None,
+        custom_tools: CustomToolSet | None = None,
     ) -> list[dict[str, Any]]:
         """The real schemas (see :func:`band_trio.tools.get_tool_schemas`).
 
@@ -372,7 +622,11 @@ class FakeAgentTools:
         return self.get_tool_schemas("openai", **kwargs)
 
     async def execute_tool_call(
-        self, name: str, args: Mapping[str, Any] | None, *, custom_tools: CustomTools | None = None
+        self,
+        name: str,
+        args: Mapping[str, Any] | None,
+        *,
+        custom_tools: CustomToolSet | None = None,
     ) -> ToolResult:
         """Validate like the real dispatcher, then run the fake.
 

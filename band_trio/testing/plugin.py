@@ -31,6 +31,7 @@ async def band_platform(nursery: trio.Nursery) -> LocalPlatform:
     Raises:
         MissingExtraError: band-trio was installed without the ``local`` extra.
     """
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import LocalPlatform
 
     platform = LocalPlatform(host="127.0.0.1", port=0)

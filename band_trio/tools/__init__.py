@@ -7,23 +7,22 @@
 * :func:`get_tool_schemas` — the 28 tools in Anthropic or OpenAI format, gated by
   :class:`Capability` and narrowed by include/exclude/category filters.
 * :class:`CustomTools` — typed Python functions offered next to the platform tools.
+* :class:`ContactTools` — the agent-level contact operations (not tied to a room).
+
+Contact-event handling (``ContactEventConfig``, ``ContactEventHandler``) is a
+runtime service: :mod:`band_trio.runtime.contact_events`.
 """
 
 from band_trio._generated_source import forget_generated_source
-from band_trio.tools.agent import AgentTools
-from band_trio.tools.contacts import (
-    ContactEventConfig,
-    ContactEventHandler,
-    ContactStrategy,
-    ContactTools,
-    RoomSink,
-)
-from band_trio.tools.content import (
+from band_trio.adapter.content import (
     EVENT_CONTENT_LIMIT,
     TRUNCATION_MARKER,
     is_visible,
     truncate_event_content,
 )
+from band_trio.adapter.tool_results import ToolErrorKind, ToolResult
+from band_trio.tools.agent_tools import AgentTools
+from band_trio.tools.contact_tools import ContactTools
 from band_trio.tools.custom import CustomTools
 from band_trio.tools.definitions import (
     DEFAULT_CAPABILITIES,
@@ -37,7 +36,6 @@ from band_trio.tools.definitions import (
     get_tool_schemas,
     select_tool_definitions,
 )
-from band_trio.tools.results import ToolErrorKind, ToolResult
 
 forget_generated_source(__name__)
 
@@ -48,12 +46,8 @@ __all__ = [
     "TRUNCATION_MARKER",
     "AgentTools",
     "Capability",
-    "ContactEventConfig",
-    "ContactEventHandler",
-    "ContactStrategy",
     "ContactTools",
     "CustomTools",
-    "RoomSink",
     "ToolCategory",
     "ToolDefinition",
     "ToolErrorKind",

@@ -19,12 +19,14 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import attrs
 
-from band_trio.errors import ToolArgumentsError
+from band_trio.adapter.content import is_visible
+from band_trio.errors import BandToolError, ToolArgumentsError
 
 __all__ = [
     "ArgMeta",
     "Param",
     "arg",
+    "check_resource_id",
     "json_schema_for_params",
     "params_from_attrs",
     "validate_params",
@@ -34,6 +36,17 @@ _META_KEY = "band_trio.arg"
 
 _RESOURCE_ID = re.compile(r"[A-Za-z0-9_-]+")
 _RESOURCE_ID_ERROR = "must contain only ASCII letters, digits, underscores or hyphens"
+
+
+def check_resource_id(value: str, what: str) -> str:
+    """``value`` when it is a valid resource id (a memory, file or task id).
+
+    Raises:
+        BandToolError: ``"<what> must contain only ASCII letters, ..."``.
+    """
+    if not isinstance(value, str) or not _RESOURCE_ID.fullmatch(value):
+        raise BandToolError(f"{what} {_RESOURCE_ID_ERROR}")
+    return value
 
 
 @attrs.frozen
@@ -290,11 +303,8 @@ def _apply_checks(meta: ArgMeta, value: Any, loc: str) -> Any:
                 value = value[1:]
         if (meta.resource_id or meta.task_ref) and not _RESOURCE_ID.fullmatch(value):
             raise _Invalid(f"{_RESOURCE_ID_ERROR}; got {value!r}", loc)
-        if meta.visible:
-            from band_trio.tools.content import is_visible
-
-            if not is_visible(value):
-                raise _Invalid("can't be blank", loc)
+        if meta.visible and not is_visible(value):
+            raise _Invalid("can't be blank", loc)
         if meta.max_length is not None and len(value) > meta.max_length:
             raise _Invalid(f"must be at most {meta.max_length} characters", loc)
     if isinstance(value, int) and not isinstance(value, bool):

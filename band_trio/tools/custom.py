@@ -29,8 +29,9 @@ from typing import Any, overload
 
 import trio
 
+from band_trio.adapter.capabilities import ToolEffect
+from band_trio.adapter.tool_protocol import ToolSpec
 from band_trio.errors import BandConfigError
-from band_trio.runtime.types import ToolEffect
 from band_trio.tools._schema import (
     ArgMeta,
     Param,
@@ -262,7 +263,7 @@ class CustomTools:
 
     async def invoke(
         self,
-        definition: ToolDefinition,
+        definition: ToolSpec,
         args: Any,
         *,
         record: Callable[[ToolEffect], None] | None = None,
@@ -273,11 +274,13 @@ class CustomTools:
             ToolArgumentsError: the arguments fail the tool's parameters.
             Exception: whatever the tool function raises.
         """
-        kwargs = validate_params(definition.name, definition.params, args)
-        fn = self._functions[definition.name]
+        # Only ``definition.name`` is read: the registered tool of that name is run.
+        tool = self._definitions[definition.name]
+        kwargs = validate_params(tool.name, tool.params, args)
+        fn = self._functions[tool.name]
         if inspect.iscoroutinefunction(fn):
             result = await fn(**kwargs)
-        elif self._in_thread[definition.name]:
+        elif self._in_thread[tool.name]:
             result = await trio.to_thread.run_sync(lambda: fn(**kwargs))
         else:
             await trio.lowlevel.checkpoint()
@@ -285,5 +288,5 @@ class CustomTools:
             if inspect.isawaitable(result):
                 result = await result
         if record is not None:
-            record(definition.effect)
+            record(tool.effect)
         return result

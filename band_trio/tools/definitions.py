@@ -1,25 +1,22 @@
 """The registry of the 28 agent tools and the schemas rendered from it.
 
-Order, names, categories, capability gates, effects and room binding follow
-tools_adapters.md §1.1 exactly. Schemas are rendered from the typed inputs of
+Order, names, categories, capability gates, effects and room binding are those
+of the official SDK's tools, so a model sees the same tool list. Schemas are rendered from the typed inputs of
 :mod:`band_trio.tools.inputs`, so both provider formats carry the same text.
 """
 
 from __future__ import annotations
 
-import enum
 import inspect
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import attrs
 
-from band_trio.runtime.types import ToolEffect
+from band_trio.adapter.capabilities import Capability, ToolCategory, ToolEffect
+from band_trio.adapter.tool_protocol import CustomToolSet, SchemaFormat, ToolSpec
 from band_trio.tools import inputs as i
 from band_trio.tools._schema import Param, json_schema_for_params, params_from_attrs, unwrap_text
-
-if TYPE_CHECKING:
-    from band_trio.tools.custom import CustomTools
 
 __all__ = [
     "DEFAULT_CAPABILITIES",
@@ -36,28 +33,6 @@ __all__ = [
     "render_schema",
     "select_tool_definitions",
 ]
-
-SchemaFormat = Literal["anthropic", "openai"]
-
-
-class Capability(enum.Enum):
-    """Optional tool families. The 8 chat tools are always offered."""
-
-    MEMORY = "memory"
-    CONTACTS = "contacts"
-    FILES = "files"
-    TASKS = "tasks"
-
-
-class ToolCategory(enum.Enum):
-    """The family a tool belongs to, for ``include_categories`` filters."""
-
-    CHAT = "chat"
-    CONTACTS = "contacts"
-    MEMORY = "memory"
-    FILES = "files"
-    TASKS = "tasks"
-
 
 DEFAULT_CAPABILITIES: frozenset[Capability] = frozenset({Capability.CONTACTS})
 """What ``capabilities=None`` means: the chat tools plus the contact tools."""
@@ -256,7 +231,7 @@ def select_tool_definitions(
     return tuple(selected)
 
 
-def render_schema(definition: ToolDefinition, fmt: SchemaFormat) -> dict[str, Any]:
+def render_schema(definition: ToolSpec, fmt: SchemaFormat) -> dict[str, Any]:
     """One tool in a provider's format.
 
     Anthropic: ``{"name", "description", "input_schema"}``. OpenAI (function
@@ -292,7 +267,7 @@ def get_tool_schemas(
     include_tools: Iterable[str] | None = None,
     exclude_tools: Iterable[str] | None = None,
     include_categories: Iterable[ToolCategory | str] | None = None,
-    custom_tools: CustomTools | None = None,
+    custom_tools: CustomToolSet | None = None,
 ) -> list[dict[str, Any]]:
     """The platform tools (then any custom tools) in a provider's format.
 
@@ -320,7 +295,7 @@ def offered_schemas(
     include_tools: Iterable[str] | None = None,
     exclude_tools: Iterable[str] | None = None,
     include_categories: Iterable[ToolCategory | str] | None = None,
-    custom_tools: CustomTools | None = None,
+    custom_tools: CustomToolSet | None = None,
 ) -> tuple[list[dict[str, Any]], frozenset[str]]:
     """:func:`get_tool_schemas`, plus the names of the platform tools it offers
     (what a tools object then lets a model call).

@@ -25,12 +25,7 @@ import sys
 import trio
 
 from band_trio import Agent, AgentConfig, AgentSettings, PlatformRuntime
-from band_trio.runtime.types import (
-    AgentToolsProtocol,
-    HistoryProvider,
-    PlatformMessage,
-    SimpleAdapter,
-)
+from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage, SimpleAdapter
 from band_trio.wire.rest import RestConfig
 
 

@@ -15,16 +15,11 @@ from typing import Any
 import attrs
 import trio
 
+from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage, SimpleAdapter
 from band_trio.agent import Agent
 from band_trio.local import HumanClient, LocalPlatform
 from band_trio.runtime.config import AgentConfig, AgentSettings
-from band_trio.runtime.platform import PlatformRuntime
-from band_trio.runtime.types import (
-    AgentToolsProtocol,
-    HistoryProvider,
-    PlatformMessage,
-    SimpleAdapter,
-)
+from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.wire.rest import RestConfig
 from band_trio.wire.retry import RetryPolicy
 

@@ -7,7 +7,7 @@ from typing import Any
 import trio
 
 from band_trio.local import HumanClient
-from band_trio.tools.contacts import (
+from band_trio.runtime.contact_events import (
     HUB_ROOM_TITLE,
     HUB_SENDER_ID,
     ContactEventConfig,

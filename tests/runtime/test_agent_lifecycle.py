@@ -57,11 +57,11 @@ import pytest
 import trio
 
 import band_trio
+from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 from band_trio.agent import Agent, open_agent
 from band_trio.errors import AuthenticationError, BandConfigError, SupersededError
 from band_trio.runtime.config import AgentConfig, AgentSettings
-from band_trio.runtime.platform import PlatformRuntime
-from band_trio.runtime.types import AgentToolsProtocol, PlatformMessage
+from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.wire.events import MessageCreated
 
 from .agent_harness import (

@@ -8,8 +8,8 @@ import logging
 import pytest
 import trio
 
+from band_trio.adapter import AgentToolsProtocol, PlatformMessage, SimpleAdapter
 from band_trio.runtime import engine as engine_module
-from band_trio.runtime.types import AgentToolsProtocol, PlatformMessage
 
 from .agent_harness import RecordingAdapter, Scene, scene, serving, token, wait_until
 
@@ -175,12 +175,13 @@ async def test_a_hanging_hook_is_cancelled_after_its_deadline(
 
 
 async def test_an_adapter_without_the_hook_is_fine(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """The hook is optional: without it signals apply as before."""
+    """The hook is optional: an adapter that keeps SimpleAdapter's no-op default
+    sees signals apply as before."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter()
-            assert not hasattr(adapter, "on_interrupt")
+            assert type(adapter).on_interrupt is SimpleAdapter.on_interrupt
             async with serving(s.make_agent(adapter)) as agent:
                 await _push(s, "interrupt", room_id, "n-1")
                 engine = agent._engine

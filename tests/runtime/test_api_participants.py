@@ -13,7 +13,7 @@ from band_trio.agent import Agent, open_agent
 from band_trio.errors import BandConfigError
 from band_trio.runtime import room as room_module
 from band_trio.runtime.config import AgentSettings
-from band_trio.runtime.platform import PlatformRuntime
+from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.wire.events import ParticipantAdded, ParticipantRemoved
 
 from .agent_harness import RecordingAdapter, fast_config, scene, token, wait_until

@@ -12,9 +12,9 @@ import httpx
 import pytest
 import trio
 
+from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 from band_trio.agent import _unserved_capabilities
 from band_trio.local import HumanClient, LocalPlatform
-from band_trio.runtime.types import AgentToolsProtocol, PlatformMessage
 from band_trio.tools import ToolErrorKind, ToolResult
 from band_trio.tools.definitions import TOOL_DEFINITIONS, Capability
 from band_trio.wire.rest import RestClient

@@ -16,15 +16,15 @@ import trio
 
 from band_trio.agent import Agent
 from band_trio.local import HumanClient, LocalPlatform
-from band_trio.tools.contacts import (
+from band_trio.runtime.contact_events import (
     HUB_ROOM_TITLE,
     HUB_SENDER_ID,
     HUB_SYSTEM_PROMPT,
     ContactEventConfig,
     ContactStrategy,
-    ContactTools,
     contact_event_key,
 )
+from band_trio.tools.contact_tools import ContactTools
 from band_trio.wire.events import (
     ContactAdded,
     ContactRemoved,

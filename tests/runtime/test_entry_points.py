@@ -17,7 +17,7 @@ import trio
 from band_trio.agent import Agent
 from band_trio.errors import AuthenticationError, SupersededError
 from band_trio.runtime.config import AgentConfig, AgentSettings
-from band_trio.runtime.platform import PlatformRuntime
+from band_trio.runtime.platform_runtime import PlatformRuntime
 
 from .agent_harness import RecordingAdapter, scene, serving, wait_until
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import trio
 
-from band_trio.runtime.types import AgentToolsProtocol, PlatformMessage
+from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 
 from .agent_harness import (
     RecordingAdapter,

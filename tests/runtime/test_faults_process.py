@@ -26,7 +26,7 @@ AGENT_SCRIPT = textwrap.dedent(
     import sys
     import trio
     from band_trio import Agent, AgentConfig
-    from band_trio.runtime.types import SimpleAdapter
+    from band_trio.adapter import SimpleAdapter
 
     class Echo(SimpleAdapter):
         async def on_message(self, msg, tools, history, participants_msg, contacts_msg,

@@ -16,7 +16,7 @@ import trio
 from band_trio.agent import Agent
 from band_trio.local.faults import Fault
 from band_trio.runtime.config import AgentSettings
-from band_trio.runtime.platform import PlatformRuntime
+from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.wire.backoff import ReconnectPolicy
 from band_trio.wire.link import LinkConfig
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from band_trio.adapter.roster import Roster
 from band_trio.errors import BandConfigError
 from band_trio.runtime.history import (
     HistoryWindow,
@@ -17,7 +18,6 @@ from band_trio.runtime.history import (
     parse_timestamp,
     to_history_items,
 )
-from band_trio.runtime.roster import Roster
 from band_trio.wire.models import ChatMessage, ChatParticipant
 
 AGENT = "agent-1"

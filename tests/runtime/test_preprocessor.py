@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio.runtime.preprocessor import DefaultPreprocessor
-from band_trio.runtime.roster import Roster
-from band_trio.runtime.types import (
+from band_trio.adapter import (
     AgentToolsProtocol,
     HistoryItem,
     HistoryProvider,
     PlatformMessage,
     TurnContext,
 )
+from band_trio.adapter.roster import Roster
+from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.wire.events import (
     MessageCreated,
     MessageMetadata,
@@ -253,7 +253,7 @@ def test_any_valid_message_is_built_or_dropped_never_raises(
 
 
 def test_ready_platform_message_passes_through() -> None:
-    # Synthetic hub messages (tools.contacts RoomSink.enqueue_synthetic) are PlatformMessages.
+    # Synthetic hub messages (RoomSink.enqueue_synthetic of runtime.contact_events) are PlatformMessages.
     synthetic = PlatformMessage(
         id="s-1",
         room_id=ROOM,

@@ -8,10 +8,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from band_trio.adapter.content import is_visible
 from band_trio.local import LocalPlatform
 from band_trio.local._input import Obj
-from band_trio.runtime.replies import reply_digest
-from band_trio.tools.content import is_visible
+from band_trio.tools.reply_digest import reply_digest
 
 _words = st.text(
     alphabet=st.characters(whitelist_categories=("L", "N", "P", "S")), min_size=1, max_size=8

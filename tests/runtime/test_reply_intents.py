@@ -14,8 +14,8 @@ from pathlib import Path
 
 import trio
 
+from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 from band_trio.errors import InternalServerError
-from band_trio.runtime.types import AgentToolsProtocol, PlatformMessage
 
 from .agent_harness import (
     RecordingAdapter,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from band_trio.local import LocalPlatform
 from band_trio.local._input import Obj
-from band_trio.runtime.replies import reply_digest
+from band_trio.tools.reply_digest import reply_digest
 
 
 def _platform_with_room() -> tuple[LocalPlatform, str]:

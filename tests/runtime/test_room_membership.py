@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from band_trio.runtime.types import AgentToolsProtocol, PlatformMessage
+from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 
 from .agent_harness import RecordingAdapter, scene, serving, token, wait_until
 

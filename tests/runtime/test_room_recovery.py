@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import trio
 
+from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 from band_trio.errors import InputNotAccepted
 from band_trio.runtime.room import MISSING_REPLY_TEXT
-from band_trio.runtime.types import AgentToolsProtocol, PlatformMessage
 
 from .agent_harness import (
     RecordingAdapter,

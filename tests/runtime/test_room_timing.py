@@ -17,12 +17,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from band_trio.errors import InternalServerError, RoomExecutionStoppedError
-from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
-from band_trio.runtime.room import Room, RoomServices
-from band_trio.runtime.types import (
+from band_trio.adapter import (
     AgentToolsProtocol,
     HistoryProvider,
     PlatformMessage,
@@ -30,6 +25,11 @@ from band_trio.runtime.types import (
     ToolEffect,
     TurnHooks,
 )
+from band_trio.errors import InternalServerError, RoomExecutionStoppedError
+from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.ledger import ClaimsLedger
+from band_trio.runtime.preprocessor import DefaultPreprocessor
+from band_trio.runtime.room import Room, RoomServices
 from band_trio.wire.models import ChatMessage, ChatParticipant, CursorPage, MessageStatus
 
 AGENT = "agent-1"

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio.errors import BandProtocolError, UnknownParticipantError
-from band_trio.runtime.roster import (
+from band_trio.adapter.roster import (
     Roster,
     available_handles,
     render_participants_msg,
     resolve_mention,
     rewrite_mention_tokens,
 )
+from band_trio.errors import BandProtocolError, UnknownParticipantError
 from band_trio.wire.events import ParticipantAdded
 from band_trio.wire.models import ChatParticipant
 

@@ -18,12 +18,12 @@ import pytest
 import trio
 import trio.testing
 
+from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import RoomServices
-from band_trio.runtime.types import AgentToolsProtocol, HistoryProvider, PlatformMessage
 from band_trio.wire.models import ChatRoom
 
 from .test_room_timing import AGENT, TS, Adapter, FakeRest, FakeTools

@@ -1,4 +1,5 @@
-"""Public runtime types: PlatformMessage, HistoryProvider, TurnLedger, SimpleAdapter."""
+"""The adapter contract types (PlatformMessage, HistoryProvider, SimpleAdapter) and
+the runtime's TurnLedger."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ from typing import Any, Literal
 
 import pytest
 
-from band_trio.errors import HistoryConversionError
-from band_trio.runtime.types import (
+from band_trio.adapter import (
     AgentInput,
     AgentToolsProtocol,
     FrameworkAdapter,
@@ -20,12 +20,15 @@ from band_trio.runtime.types import (
     SimpleAdapter,
     ToolEffect,
     TurnHooks,
-    TurnLedger,
-    TurnVerdict,
 )
+from band_trio.errors import HistoryConversionError
+from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
+from band_trio.testing import FakeAgentTools
 
 
-class StubTools:
+class PartialTools:
+    """Only the four methods the protocol once declared."""
+
     async def send_message(self, content: str, mentions: Sequence[str]) -> None:
         return None
 
@@ -114,7 +117,8 @@ def test_history_provider_does_not_cache_failures() -> None:
 
 
 def test_runtime_checkable_protocols() -> None:
-    assert isinstance(StubTools(), AgentToolsProtocol)
+    assert isinstance(FakeAgentTools(), AgentToolsProtocol)
+    assert not isinstance(PartialTools(), AgentToolsProtocol)
     assert isinstance(CountingConverter(), HistoryConverter)
     assert isinstance(EchoAdapter(), FrameworkAdapter)
     assert not isinstance(object(), FrameworkAdapter)
@@ -144,7 +148,7 @@ def test_runtime_checkable_protocols() -> None:
 
 
 def test_agent_input_room_defaults_to_message_room() -> None:
-    inp = AgentInput(msg=message(room_id="room-9"), tools=StubTools())
+    inp = AgentInput(msg=message(room_id="room-9"), tools=FakeAgentTools())
     assert inp.room_id == "room-9"
     assert len(inp.history) == 0
     assert inp.is_session_bootstrap is False
@@ -207,7 +211,7 @@ class EchoAdapter(SimpleAdapter[Any]):
 def make_input(history: HistoryProvider) -> AgentInput:
     return AgentInput(
         msg=message(),
-        tools=StubTools(),
+        tools=FakeAgentTools(),
         history=history,
         participants_msg="## Current Participants",
         contacts_msg="[Contacts]: x",

@@ -12,7 +12,7 @@ import attrs
 import httpx
 import pytest
 
-from band_trio.runtime.types import ToolEffect
+from band_trio.adapter import ToolEffect
 from band_trio.tools import AgentTools
 from band_trio.wire.models import ChatParticipant
 from band_trio.wire.rest import RestClient

@@ -11,21 +11,21 @@ import attrs
 import pytest
 import trio
 
+from band_trio.adapter import PlatformMessage
 from band_trio.errors import BandConfigError, BandToolError
-from band_trio.runtime.types import PlatformMessage
-from band_trio.tools.contacts import (
+from band_trio.runtime.contact_events import (
     HUB_ROOM_TITLE,
     HUB_SYSTEM_PROMPT,
     ContactEventConfig,
     ContactEventHandler,
     ContactStrategy,
-    ContactTools,
     RequestDetails,
     RoomSink,
     broadcast_line,
     contact_event_key,
     render_hub_message,
 )
+from band_trio.tools.contact_tools import ContactTools
 from band_trio.wire.events import (
     ContactAdded,
     ContactEvent,

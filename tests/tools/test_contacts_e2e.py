@@ -13,17 +13,17 @@ import pytest
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
+from band_trio.adapter import PlatformMessage
 from band_trio.local import LocalPlatform
 from band_trio.local.human import HumanClient
-from band_trio.runtime.types import PlatformMessage
-from band_trio.tools.contacts import (
+from band_trio.runtime.contact_events import (
     HUB_ROOM_TITLE,
     HUB_SYSTEM_PROMPT,
     ContactEventConfig,
     ContactEventHandler,
     ContactStrategy,
-    ContactTools,
 )
+from band_trio.tools.contact_tools import ContactTools
 from band_trio.wire.events import (
     ContactAdded,
     ContactEvent,

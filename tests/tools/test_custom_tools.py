@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 import pytest
 import trio
 
+from band_trio.adapter import ToolEffect
 from band_trio.errors import BandConfigError
-from band_trio.runtime.types import ToolEffect
 from band_trio.tools import AgentTools, CustomTools, ToolErrorKind
 from band_trio.tools._schema import ArgMeta
 

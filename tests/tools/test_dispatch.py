@@ -12,7 +12,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from band_trio.runtime.types import ToolEffect
+from band_trio.adapter import ToolEffect
 from band_trio.tools import TOOL_DEFINITIONS, AgentTools, Capability, ToolErrorKind, ToolResult
 from band_trio.wire.rest import RestClient
 

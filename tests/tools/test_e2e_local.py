@@ -12,10 +12,10 @@ import attrs
 import pytest
 import trio
 
+from band_trio.adapter import ToolEffect
 from band_trio.errors import BandToolError, RoomExecutionStoppedError
 from band_trio.local import LocalPlatform
 from band_trio.local.human import HumanClient
-from band_trio.runtime.types import ToolEffect
 from band_trio.tools import TRUNCATION_MARKER, AgentTools, Capability, ToolErrorKind, ToolResult
 from band_trio.wire.rest import RestClient
 

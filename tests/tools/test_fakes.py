@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import trio
 
+from band_trio.adapter import AgentToolsProtocol, ToolEffect
 from band_trio.errors import BandToolError, RoomExecutionStoppedError
-from band_trio.runtime.types import AgentToolsProtocol, ToolEffect
 from band_trio.testing import FakeAgentTools
 from band_trio.testing.fakes import SentMessage
 from band_trio.tools import AgentTools, CustomTools, ToolErrorKind, get_tool_schemas
@@ -193,3 +193,52 @@ async def test_hold_message_can_fail_or_be_cancelled(autojump_clock: trio.abc.Cl
             async with tools.hold_message("late"):
                 turn.cancel()
     tools.assert_no_messages_sent()
+
+
+async def test_python_tool_methods_record_canned_results_and_effects() -> None:
+    hooks = RecordingHooks()
+    tools = fake(
+        hooks=hooks,
+        tool_results={
+            "band_add_participant": {"status": "added"},
+            "band_create_chatroom": "room-new",
+            "band_list_tasks": ["not", "a", "dict"],
+        },
+    )
+    assert await tools.add_participant("@alice", role="member") == {"status": "added"}
+    assert await tools.create_chatroom() == "room-new"
+    assert await tools.list_tasks(state="active") == {"result": ["not", "a", "dict"]}
+    assert await tools.get_memory("m-1") == {"status": "ok"}
+    assert await tools.no_reply("not for me") == {"status": "no_reply"}
+    assert [c.name for c in tools.calls] == [
+        "add_participant",
+        "create_chatroom",
+        "list_tasks",
+        "get_memory",
+        "no_reply",
+    ]
+    assert tools.calls[0].args == {"identifier": "@alice", "role": "member"}
+    assert tools.effects == [
+        ToolEffect.ACT,
+        ToolEffect.ACT,
+        ToolEffect.OBSERVE,
+        ToolEffect.OBSERVE,
+        ToolEffect.DECLINE,
+    ]
+    assert hooks.effects == tools.effects
+
+
+async def test_python_tool_methods_fail_as_scripted() -> None:
+    tools = fake()
+    tools.fail_next("band_store_memory", BandToolError("no memories here"))
+    with pytest.raises(BandToolError, match="no memories here"):
+        await tools.store_memory("x", "semantic", "fact", "user", "why", "agent")
+    assert tools.effects == []
+    assert await tools.create_chatroom() == "room-1"
+
+
+async def test_participant_methods_answer_from_the_roster() -> None:
+    tools = fake()
+    assert await tools.get_participants_list() == list(ROSTER)
+    listed = await tools.get_participants()
+    assert [p["id"] for p in listed] == [p.id for p in ROSTER]

@@ -15,8 +15,8 @@ from band_trio.errors import (
     RoomExecutionStoppedError,
     UnprocessableEntityError,
 )
-from band_trio.runtime.replies import reply_digest
 from band_trio.tools import AgentTools
+from band_trio.tools.reply_digest import reply_digest
 
 from .conftest import RecordingHooks, ScriptedPlatform, error, ok
 from .test_send import MESSAGES, sent

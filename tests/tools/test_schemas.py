@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from band_trio.runtime.types import ToolEffect
+from band_trio.adapter import ToolEffect
 from band_trio.tools import (
     TOOL_DEFINITIONS,
     AgentTools,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import trio
 
+from band_trio.adapter import ToolEffect
 from band_trio.errors import BandToolError, RoomExecutionStoppedError
-from band_trio.runtime.types import ToolEffect
 from band_trio.tools import TRUNCATION_MARKER, AgentTools, ToolErrorKind
 from band_trio.wire.rest import RestClient
 

@@ -38,7 +38,7 @@ from band_trio import (
     render_system_prompt,
     report_failure,
 )
-from band_trio.llm import GENERIC_FAILURE_MESSAGE, image_blocks_placeholder
+from band_trio.adapter import GENERIC_FAILURE_MESSAGE, image_blocks_placeholder
 from band_trio.tools import ToolCategory
 from band_trio_anthropic.converter import AnthropicHistoryConverter
 

@@ -18,7 +18,7 @@ from anthropic_stub import AnthropicStub, Reply, error, message, text, tool_use
 from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig
 
 import band_trio
-from band_trio.llm import MISSING_REPLY_MESSAGE
+from band_trio.adapter import MISSING_REPLY_MESSAGE
 from band_trio.local import HumanClient, LocalPlatform
 
 

@@ -39,7 +39,7 @@ def test_the_adapter_uses_no_asyncio_and_no_private_band_trio_module() -> None:
     from pathlib import Path
 
     package = Path(band_trio_anthropic.__file__).parent
-    public = {"band_trio", "band_trio.llm", "band_trio.tools", "band_trio.testing"}
+    public = {"band_trio", "band_trio.adapter", "band_trio.tools", "band_trio.testing"}
     for path in package.glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

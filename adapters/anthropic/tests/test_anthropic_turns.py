@@ -21,7 +21,7 @@ from band_trio import (
     PlatformMessage,
     ToolEffect,
 )
-from band_trio.llm import GENERIC_FAILURE_MESSAGE
+from band_trio.adapter import GENERIC_FAILURE_MESSAGE
 from band_trio.testing import FakeAgentTools, reported_failures
 
 CHAT_TOOLS = [

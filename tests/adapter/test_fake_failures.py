@@ -5,8 +5,7 @@ from __future__ import annotations
 import attrs
 
 from band_trio import AgentFailure
-from band_trio.llm import report_failure
-from band_trio.runtime.types import ToolEffect
+from band_trio.adapter import ToolEffect, report_failure
 from band_trio.testing import FakeAgentTools, reported_failures
 
 

@@ -1,7 +1,7 @@
-"""Contact events: configuration, agent-level contact tools, and the handler the
-engine calls for every event on ``agent_contacts:<agent_id>``.
+"""Contact events: configuration and the handler the engine calls for every
+event on ``agent_contacts:<agent_id>``.
 
-Strategies (runtime.md §4):
+Strategies:
 
 * ``DISABLED`` — events are only used for broadcasts (when enabled).
 * ``CALLBACK`` — ``on_event(event, ContactTools)`` is awaited once per distinct
@@ -9,7 +9,7 @@ Strategies (runtime.md §4):
 * ``HUB_ROOM`` — events become synthetic messages in a dedicated hub room that
   the adapter handles like any other room (with the contact tools offered).
 
-Better than the official runtime (runtime.md §9 items 1 and 6): the hub room is
+Better than the official runtime: the hub room is
 found again after a restart instead of a new one being created each start, the
 first event is delivered at once (no readiness wait), and ``broadcast_changes``
 really reaches every active room's next turn as ``contacts_msg``, once per event.
@@ -33,8 +33,9 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import trio
 
-from band_trio.errors import BandConfigError, BandError, BandToolError, NotFoundError
-from band_trio.runtime.types import PlatformMessage
+from band_trio.adapter.messages import PlatformMessage
+from band_trio.errors import BandConfigError, BandError, NotFoundError
+from band_trio.tools.contact_tools import ContactTools
 from band_trio.wire.events import (
     ContactAdded,
     ContactEvent,
@@ -54,7 +55,6 @@ __all__ = [
     "ContactEventHandler",
     "ContactHandlerStatistics",
     "ContactStrategy",
-    "ContactTools",
     "RequestDetails",
     "RoomSink",
     "broadcast_line",
@@ -151,7 +151,7 @@ def contact_event_type(event: ContactEvent) -> str:
 
 
 def contact_event_key(event: ContactEvent) -> str:
-    """The de-duplication key of an event (runtime.md §4.2).
+    """The de-duplication key of an event.
 
     A request update includes its status, so two updates of one request with
     different statuses are both handled.
@@ -197,7 +197,7 @@ def broadcast_line(event: ContactEvent) -> str | None:
 
 
 def render_hub_message(event: ContactEvent, details: RequestDetails | None = None) -> str:
-    """The text of the synthetic hub message for ``event`` (runtime.md §4.3)."""
+    """The text of the synthetic hub message for ``event``."""
     if isinstance(event, ContactRequestReceived):
         lines = [
             f"[Contact Request] {event.from_name or 'Someone'} ({_at(event.from_handle)}) "
@@ -244,107 +244,6 @@ class _Lru:
         self._items.move_to_end(key)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
-
-
-# ----------------------------------------------------------------- contact tools
-
-
-class ContactTools:
-    """Agent-level contact operations for CALLBACK handlers (not tied to a room).
-
-    Calls go through the REST client, so 429 and 503 answers are retried (the
-    official ``ContactTools`` does not retry). Arguments left out are not sent.
-    """
-
-    def __init__(self, rest: RestClient) -> None:
-        self._rest = rest
-
-    async def list_contacts(self, page: int = 1, page_size: int = 50) -> dict[str, Any]:
-        """``{"contacts": [{id, handle, name, type}], "metadata": {...}}``."""
-        result = await self._rest.list_contacts(page=page, page_size=page_size)
-        return {
-            "contacts": [
-                {"id": c.id, "handle": c.handle, "name": c.name, "type": c.type}
-                for c in result.items
-            ],
-            "metadata": {
-                "page": result.meta.page,
-                "page_size": result.meta.page_size,
-                "total_count": result.meta.total_count,
-                "total_pages": result.meta.total_pages,
-            },
-        }
-
-    async def add_contact(self, handle: str, message: str | None = None) -> dict[str, Any]:
-        """Send a contact request: ``{id, status}`` (pending or approved)."""
-        result = await self._rest.add_contact(handle, message=message)
-        return {"id": result.id, "status": result.status}
-
-    async def remove_contact(
-        self, handle: str | None = None, contact_id: str | None = None
-    ) -> dict[str, Any]:
-        """Remove a contact by handle or id: ``{status}``.
-
-        Raises:
-            BandToolError: neither argument was given (no request is made).
-        """
-        if not handle and not contact_id:
-            raise BandToolError("Either handle or contact_id must be provided")
-        result = await self._rest.remove_contact(
-            handle=handle or None, contact_id=contact_id or None
-        )
-        return {"status": result.status}
-
-    async def list_contact_requests(
-        self, page: int = 1, page_size: int = 50, sent_status: str = "pending"
-    ) -> dict[str, Any]:
-        """``{"received": [...], "sent": [...], "metadata": {...}}``."""
-        result = await self._rest.list_contact_requests(
-            page=page, page_size=page_size, sent_status=sent_status
-        )
-        return {
-            "received": [
-                {
-                    "id": r.id,
-                    "from_handle": r.from_handle,
-                    "from_name": r.from_name,
-                    "message": r.message,
-                    "status": r.status,
-                    "inserted_at": r.inserted_at,
-                }
-                for r in result.received
-            ],
-            "sent": [
-                {
-                    "id": s.id,
-                    "to_handle": s.to_handle,
-                    "to_name": s.to_name,
-                    "message": s.message,
-                    "status": s.status,
-                    "inserted_at": s.inserted_at,
-                }
-                for s in result.sent
-            ],
-            "metadata": dict(result.meta),
-        }
-
-    async def respond_contact_request(
-        self, action: str, handle: str | None = None, request_id: str | None = None
-    ) -> dict[str, Any]:
-        """Approve, reject or cancel a request: ``{id, status}``.
-
-        Raises:
-            BandToolError: an unknown action, or neither target was given (no
-                request is made).
-        """
-        if action not in ("approve", "reject", "cancel"):
-            raise BandToolError(f"action must be approve, reject or cancel; got {action!r}")
-        if not handle and not request_id:
-            raise BandToolError("Either handle or request_id must be provided")
-        result = await self._rest.respond_contact_request(
-            action, handle=handle or None, request_id=request_id or None
-        )
-        return {"id": result.id, "status": result.status}
 
 
 # ------------------------------------------------------------------ the handler

@@ -1,4 +1,4 @@
-"""The system prompt LLM adapters give their model (tools_adapters.md §4.4).
+"""The system prompt LLM adapters give their model.
 
 Sections, joined by a blank line, in this order: identity; the base
 instructions (environment, security, activation, delegation, relaying); one
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from band_trio.tools.definitions import Capability
+from band_trio.adapter.capabilities import Capability
 
 __all__ = ["CAPABILITY_SECTIONS", "render_system_prompt"]
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from band_trio import BandConfigError, Capability, Emit, HistoryProvider, SimpleAdapter
-from band_trio.llm import AdapterFeatures, resolve_features
+from band_trio.adapter import AdapterFeatures, resolve_features
 from band_trio.tools.definitions import ToolCategory
 
 

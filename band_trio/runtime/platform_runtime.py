@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from band_trio.errors import BandConfigError
 from band_trio.runtime.config import AgentConfig, AgentSettings
-
-if TYPE_CHECKING:
-    from band_trio.wire.link import BandLink
-    from band_trio.wire.rest import RestClient
+from band_trio.wire.link import BandLink
+from band_trio.wire.rest import RestClient
 
 __all__ = ["PlatformRuntime"]
 
@@ -89,8 +87,6 @@ class PlatformRuntime:
         Raises:
             BandConfigError: the runtime is already open (an agent serves one run at a time).
         """
-        from band_trio.wire.rest import RestClient
-
         if self._rest is not None:
             raise BandConfigError("this agent is already serving")
         client = RestClient(
@@ -109,8 +105,6 @@ class PlatformRuntime:
         Its ``on_conflict`` is ``config.conflict_policy`` unless ``link_options``
         names one.
         """
-        from band_trio.wire.link import BandLink
-
         options: dict[str, Any] = {"on_conflict": self.config.conflict_policy}
         options.update(self._link_options)
         return BandLink(

@@ -1,8 +1,8 @@
 """What an LLM adapter emits and offers: :class:`Emit` flags and :class:`AdapterFeatures`.
 
 Sans-io: parsing the ``emit=``, ``capabilities=`` and tool-filter arguments of
-:class:`~band_trio.runtime.types.SimpleAdapter` into one frozen record, with the
-error messages of tools_adapters.md §3.2 and §4.1.
+:class:`~band_trio.adapter.SimpleAdapter` into one frozen record, with error
+messages that name the adapter, the unsupported values and the supported ones.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import attrs
 
+from band_trio.adapter.capabilities import Capability, ToolCategory
 from band_trio.errors import BandConfigError
-from band_trio.tools.definitions import Capability, ToolCategory
 
 __all__ = ["AdapterFeatures", "Emit", "resolve_features"]
 

@@ -12,7 +12,7 @@ __all__ = [
 ]
 
 EVENT_CONTENT_LIMIT = 16384
-"""The platform's cap on event content, in characters (protocol.md §4.4 #16)."""
+"""The platform's cap on event content, in characters."""
 
 TRUNCATION_MARKER = "... [truncated] ..."
 """Inserted between the kept head and tail of an over-long event."""

@@ -13,8 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from band_trio import AgentFailure, Emit, HistoryProvider, SimpleAdapter, Usage
-from band_trio.errors import RoomExecutionStoppedError
-from band_trio.llm import (
+from band_trio.adapter import (
     GENERIC_FAILURE_MESSAGE,
     MISSING_REPLY_MESSAGE,
     emit_usage,
@@ -26,6 +25,7 @@ from band_trio.llm import (
     tool_call_content,
     tool_result_content,
 )
+from band_trio.errors import RoomExecutionStoppedError
 from band_trio.testing import FakeAgentTools
 
 
@@ -317,7 +317,7 @@ async def test_tool_events_are_posted_around_a_call() -> None:
 
 async def test_tool_events_are_best_effort(caplog: pytest.LogCaptureFixture) -> None:
     """§9.85: a failing send_event does not affect the tool call."""
-    caplog.set_level(logging.WARNING, logger="band_trio.llm")
+    caplog.set_level(logging.WARNING, logger="band_trio.adapter")
     fake = FakeAgentTools()
     fake.fail_next("band_send_event", RuntimeError("down"), times=2)
     with trio.fail_after(5):

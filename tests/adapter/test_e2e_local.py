@@ -1,4 +1,4 @@
-"""End to end on the local platform: an adapter built only on ``band_trio.llm``
+"""End to end on the local platform: an adapter built only on ``band_trio.adapter``
 posts tool events, usage and failure reports, and the platform stores them with
 the exact shapes of tools_adapters.md §3.3. Also: the runtime's FILES pruning
 reaches the adapter's features before ``on_started`` (runtime.md §8.8)."""
@@ -28,7 +28,7 @@ from band_trio import (
     render_system_prompt,
     report_failure,
 )
-from band_trio.llm import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
+from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 from band_trio.local import HumanClient, LocalPlatform
 
 from ..runtime.agent_harness import Scene, fast_config, scene, serving, wait_until

@@ -4,41 +4,52 @@ One instance is built per turn by the engine. Python callers use its methods
 (``send_message``, ``send_event``, ...); models call the same methods through
 :meth:`AgentTools.execute_tool_call`, which validates arguments against the tool
 definitions and turns every failure into a :class:`ToolResult` with ``is_error``.
+
+The REST work of the agent-level and room-level families lives beside it
+(:mod:`~band_trio.tools.contact_tools`, :mod:`~band_trio.tools.memory_tools`,
+:mod:`~band_trio.tools.room_file_tools`, :mod:`~band_trio.tools.task_tools`).
+What stays here is one idea, the turn's tools object: the public method of
+every tool (one line each for the delegated families), the posts (messages,
+events, failure reports) with their reply journaling, mention resolution
+against the turn's roster, the participant tools, the offered-tools gate and
+the dispatch of model tool calls. It is longer than most modules because it is
+the whole tool surface an adapter sees, each method documented where it is
+called.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import datetime as _dt
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import trio
 
+from band_trio.adapter.capabilities import ToolEffect
+from band_trio.adapter.content import is_visible, truncate_event_content
+from band_trio.adapter.failures import AgentFailure
+from band_trio.adapter.roster import Roster, available_handles, resolve_mention
+from band_trio.adapter.tool_protocol import AgentToolsProtocol, CustomToolSet, ToolSpec
+from band_trio.adapter.tool_results import ToolErrorKind, ToolResult, to_jsonable
+from band_trio.adapter.turns import TurnHooks
 from band_trio.errors import (
     APIStatusError,
     BandConnectionError,
     BandError,
     BandProtocolError,
     BandToolError,
-    NotFoundError,
     PermissionDeniedError,
     RoomExecutionStoppedError,
     ToolArgumentsError,
     UnknownParticipantError,
     UnprocessableEntityError,
 )
-from band_trio.runtime.replies import reply_digest
-from band_trio.runtime.roster import Roster, available_handles, resolve_mention
-from band_trio.runtime.types import AgentToolsProtocol, ToolEffect, TurnHooks
 from band_trio.tools._schema import validate_params
-from band_trio.tools.contacts import ContactTools
-from band_trio.tools.content import is_visible, truncate_event_content
-from band_trio.tools.custom import CustomTools
+from band_trio.tools.contact_tools import ContactTools
 from band_trio.tools.definitions import (
+    DEFAULT_CAPABILITIES,
     Capability,
     SchemaFormat,
     ToolCategory,
@@ -47,10 +58,11 @@ from band_trio.tools.definitions import (
     offered_schemas,
     select_tool_definitions,
 )
-from band_trio.tools.inputs import memory_metadata, types_for_system
-from band_trio.tools.results import ToolErrorKind, ToolResult, to_jsonable
+from band_trio.tools.memory_tools import MemoryTools
+from band_trio.tools.reply_digest import reply_digest
+from band_trio.tools.room_file_tools import RoomFileTools
+from band_trio.tools.task_tools import TaskTools
 from band_trio.wire.models import (
-    Attachment,
     ChatParticipant,
     EventCreated,
     MentionRequest,
@@ -59,52 +71,17 @@ from band_trio.wire.models import (
 )
 from band_trio.wire.rest import RestClient
 
-if TYPE_CHECKING:
-    from band_trio.llm.events import AgentFailure
-
-__all__ = [
-    "EVENT_MESSAGE_TYPES",
-    "FILE_UNAVAILABLE",
-    "INLINE_IMAGE_LIMIT",
-    "INLINE_TEXT_LIMIT",
-    "ROOM_FILE_LIMIT",
-    "AgentTools",
-]
+__all__ = ["EVENT_MESSAGE_TYPES", "AgentTools"]
 
 logger = logging.getLogger("band_trio.tools")
 
 EVENT_MESSAGE_TYPES = frozenset(
     {"tool_call", "tool_result", "thought", "error", "task", "attention"}
 )
-"""Event types the platform accepts on ``POST /events`` (protocol.md §4.4 #16)."""
+"""Event types the platform accepts on ``POST /events`` (the platform refuses any other)."""
 
-FILE_UNAVAILABLE = "File not found, or file transfer is unavailable in this room."
-INLINE_TEXT_LIMIT = 16384
-INLINE_IMAGE_LIMIT = 5 * 1024 * 1024
-ROOM_FILE_LIMIT = 1_000_000
-_INLINE_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-# Text the model can read even when the platform labels it application/* (the
-# official SDK inlines only text/*, tools_adapters.md §10 item 16).
-_TEXTUAL_APPLICATION_TYPES = frozenset(
-    {
-        "application/json",
-        "application/xml",
-        "application/yaml",
-        "application/x-yaml",
-        "application/csv",
-        "application/javascript",
-        "application/x-ndjson",
-        "application/toml",
-    }
-)
-_CONTEXT_PAGE_LIMIT = 50
-_MAX_CONTEXT_PAGES = 200
 _PEER_PAGE_SIZE = 100
 _MAX_PEER_PAGES = 100
-_ORG_SCOPE_HINT = (
-    'scope="organization" was rejected: the agent\'s owner does not belong to an '
-    'organization. Retry with scope="agent" instead.'
-)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -172,35 +149,6 @@ def _matches(participant: Any, identifier: str) -> bool:
     return name.casefold() == folded or str(participant.id).casefold() == folded
 
 
-def _resource_id(value: str, what: str) -> str:
-    from band_trio.tools._schema import _RESOURCE_ID
-
-    if not isinstance(value, str) or not _RESOURCE_ID.fullmatch(value):
-        raise BandToolError(
-            f"{what} must contain only ASCII letters, digits, underscores or hyphens"
-        )
-    return value
-
-
-def _task_ref(value: str) -> str:
-    text = value.strip() if isinstance(value, str) else value
-    if isinstance(text, str) and text.startswith("#"):
-        text = text[1:]
-    return _resource_id(text, "task id")
-
-
-def _expired(attachment: Attachment, now: _dt.datetime) -> bool:
-    if not attachment.expires_at:
-        return False
-    try:
-        when = _dt.datetime.fromisoformat(attachment.expires_at.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.UTC)
-    return when <= now
-
-
 def _maybe_stored(exc: Exception) -> bool:
     """Whether a failed post may still have been stored by the platform: a
     transport failure or timeout after the request may have been sent, a 5xx,
@@ -252,13 +200,16 @@ class AgentTools:
         hooks: TurnHooks | None = None,
         hub_room_id: str | None = None,
         capabilities: frozenset[Capability] | None = None,
-        custom_tools: CustomTools | None = None,
+        custom_tools: CustomToolSet | None = None,
         unserved: frozenset[Capability] = frozenset(),
     ) -> None:
         self._rest = rest
         self._unserved = frozenset(unserved)
         # The contact operations shared with CALLBACK handlers (one implementation).
         self._contacts = ContactTools(rest)
+        self._memories = MemoryTools(rest)
+        self._files = RoomFileTools(rest, room_id)
+        self._tasks = TaskTools(rest, room_id)
         self._room_id = room_id
         self._agent_id = agent_id
         self._participants: list[ChatParticipant] = list(participants)
@@ -278,7 +229,6 @@ class AgentTools:
         self._custom_tools = custom_tools
         self._effects: list[ToolEffect] = []
         self._failure_reported = False
-        self._attachments: dict[str, Attachment] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -719,28 +669,16 @@ class AgentTools:
             BandToolError: organization memories for an agent without an
                 organization.
         """
-        try:
-            result = await self._rest.list_memories(
-                limit=page_size,
-                subject_id=subject_id,
-                scope=scope,
-                memory_scope="org" if scope == "organization" else None,
-                system=system,
-                type=type,
-                segment=segment,
-                content_query=content_query,
-                status=status,
-            )
-        except UnprocessableEntityError as exc:
-            if exc.code == "org_scope_requires_organization":
-                raise BandToolError(_ORG_SCOPE_HINT) from exc
-            raise
-        metadata = {
-            "has_more": result.has_more,
-            "limit": result.limit,
-            "next_cursor": result.next_cursor,
-        }
-        return {"data": to_jsonable(result.items), "metadata": metadata}
+        return await self._memories.list_memories(
+            subject_id=subject_id,
+            scope=scope,
+            system=system,
+            type=type,
+            segment=segment,
+            content_query=content_query,
+            page_size=page_size,
+            status=status,
+        )
 
     @_tool("band_store_memory")
     async def store_memory(
@@ -763,102 +701,38 @@ class AgentTools:
                 without ``subject_id``, bad ``metadata``, or an organization memory
                 for an agent without an organization.
         """
-        try:
-            tags, references = memory_metadata(metadata)
-        except ValueError as exc:
-            raise BandToolError(str(exc)) from None
-        allowed = types_for_system(system)
-        if type not in allowed:
-            raise BandToolError(
-                f"type '{type}' is not valid for system '{system}'; expected one of: "
-                f"{', '.join(allowed) or '(unknown system)'}"
-            )
-        if scope == "subject" and not subject_id:
-            raise BandToolError(
-                "scope 'subject' needs subject_id; retry with scope 'agent' if you do "
-                "not know the subject's id"
-            )
-        try:
-            memory = await self._rest.create_memory(
-                content,
-                system=system,
-                type=type,
-                segment=segment,
-                thought=thought,
-                scope=scope,
-                subject_id=subject_id,
-                tags=tags,
-                references=references,
-            )
-        except UnprocessableEntityError as exc:
-            if exc.code == "org_scope_requires_organization":
-                raise BandToolError(_ORG_SCOPE_HINT) from exc
-            raise
-        return dict(to_jsonable(memory))
+        return await self._memories.store_memory(
+            content=content,
+            system=system,
+            type=type,
+            segment=segment,
+            thought=thought,
+            scope=scope,
+            subject_id=subject_id,
+            metadata=metadata,
+        )
 
     @_tool("band_get_memory")
     async def get_memory(self, memory_id: str) -> dict[str, Any]:
         """Read one memory."""
-        return dict(to_jsonable(await self._rest.get_memory(_resource_id(memory_id, "memory_id"))))
+        return await self._memories.get_memory(memory_id=memory_id)
 
     @_tool("band_supersede_memory")
     async def supersede_memory(self, memory_id: str) -> dict[str, Any]:
         """Mark a memory superseded (soft delete)."""
-        memory = await self._rest.supersede_memory(_resource_id(memory_id, "memory_id"))
-        return dict(to_jsonable(memory))
+        return await self._memories.supersede_memory(memory_id=memory_id)
 
     @_tool("band_archive_memory")
     async def archive_memory(self, memory_id: str) -> dict[str, Any]:
         """Archive a memory (hidden, restorable by a human)."""
-        memory = await self._rest.archive_memory(_resource_id(memory_id, "memory_id"))
-        return dict(to_jsonable(memory))
+        return await self._memories.archive_memory(memory_id=memory_id)
 
     # ----------------------------------------------------------------- files
 
     @_tool("band_list_room_files")
     async def list_room_files(self, cursor: str | None = None) -> dict[str, Any]:
         """List attachments of one page of the agent's room context."""
-        page = await self._rest.get_context(self._room_id, cursor=cursor, limit=_CONTEXT_PAGE_LIMIT)
-        seen: set[str] = set()
-        files = []
-        for message in page.items:
-            for att in message.attachments:
-                self._attachments[att.id] = att
-                if att.id in seen:
-                    continue
-                seen.add(att.id)
-                files.append(
-                    {
-                        "id": att.id,
-                        "name": att.name,
-                        "content_type": att.content_type,
-                        "bytes": att.bytes,
-                        "has_thumb": att.has_thumb,
-                        "expires_at": att.expires_at,
-                    }
-                )
-        return {"data": files, "next_cursor": page.next_cursor if page.has_more else None}
-
-    async def _find_attachment(self, file_id: str) -> Attachment | None:
-        cursor: str | None = None
-        seen_cursors: set[str] = set()
-        for _ in range(_MAX_CONTEXT_PAGES):
-            page = await self._rest.get_context(
-                self._room_id, cursor=cursor, limit=_CONTEXT_PAGE_LIMIT
-            )
-            found: Attachment | None = None
-            for message in page.items:
-                for att in message.attachments:
-                    self._attachments[att.id] = att
-                    if att.id == file_id:
-                        found = att
-            if found is not None:
-                return found
-            if not page.has_more or not page.next_cursor or page.next_cursor in seen_cursors:
-                return None
-            seen_cursors.add(page.next_cursor)
-            cursor = page.next_cursor
-        return None
+        return await self._files.list_room_files(cursor=cursor)
 
     @_tool("band_read_room_file")
     async def read_room_file(self, file_id: str) -> dict[str, Any]:
@@ -868,58 +742,7 @@ class AgentTools:
         Raises:
             BandToolError: the file is unknown, expired or not downloadable.
         """
-        file_id = _resource_id(file_id, "file_id")
-        now = _dt.datetime.now(_dt.UTC)
-        att = self._attachments.get(file_id)
-        if att is None or _expired(att, now):
-            att = await self._find_attachment(file_id)
-        if att is None or _expired(att, now):
-            raise BandToolError(FILE_UNAVAILABLE)
-        ctype = att.content_type.split(";")[0].strip().lower()
-        textual = ctype.startswith("text/") or ctype in _TEXTUAL_APPLICATION_TYPES
-        if textual and att.bytes <= INLINE_TEXT_LIMIT:
-            data = await self._download(file_id)
-            text = data.decode("utf-8", errors="replace")
-            result: dict[str, Any] = {
-                "name": att.name,
-                "content_type": att.content_type,
-                "bytes": att.bytes,
-                "text": text,
-            }
-            if "\ufffd" in text:
-                result["description"] = (
-                    "Some bytes are not valid UTF-8 and were replaced with U+FFFD."
-                )
-            return result
-        if ctype in _INLINE_IMAGE_TYPES and att.bytes <= INLINE_IMAGE_LIMIT:
-            data = await self._download(file_id)
-            return {
-                "content": [
-                    {
-                        "type": "image",
-                        "data": base64.b64encode(data).decode("ascii"),
-                        "mimeType": ctype,
-                    }
-                ]
-            }
-        if textual:
-            reason = f"exceeds the {INLINE_TEXT_LIMIT}-byte inline text limit"
-        elif ctype in _INLINE_IMAGE_TYPES:
-            reason = f"exceeds the {INLINE_IMAGE_LIMIT}-byte inline image limit"
-        else:
-            reason = "is not a previewable text or image type"
-        return {
-            "name": att.name,
-            "content_type": att.content_type,
-            "bytes": att.bytes,
-            "description": f"File not shown inline: {reason}. Its contents were not fetched.",
-        }
-
-    async def _download(self, file_id: str) -> bytes:
-        try:
-            return await self._rest.download_file(self._room_id, file_id)
-        except NotFoundError as exc:
-            raise BandToolError(FILE_UNAVAILABLE) from exc
+        return await self._files.read_room_file(file_id=file_id)
 
     @_tool("band_send_room_file")
     async def send_room_file(
@@ -938,23 +761,9 @@ class AgentTools:
         """
         if not caption or not is_visible(caption):
             caption = f"Shared a file: {filename}"
-        if not filename or not all(0x20 <= ord(ch) <= 0x7E for ch in filename):
-            raise BandToolError(
-                f"File name {filename!r} must be plain printable ASCII; rename the file "
-                "and try again."
-            )
-        data = content.encode("utf-8")
-        if len(data) > ROOM_FILE_LIMIT:
-            raise BandToolError(
-                f"File content is {len(data)} bytes; the limit is {ROOM_FILE_LIMIT} bytes."
-            )
+        data = self._files.file_bytes(content, filename)
         await self._resolve_mentions(mentions)
-        try:
-            attachment = await self._rest.upload_file(
-                self._room_id, data, filename=filename, content_type="text/plain"
-            )
-        except NotFoundError as exc:
-            raise BandToolError(FILE_UNAVAILABLE) from exc
+        attachment = await self._files.upload(data, filename)
         sent = await self._post_message(caption, mentions, attachment_ids=[attachment.id])
         if sent is None:  # pragma: no cover - caption is visible by construction
             raise BandToolError("the file caption is blank")
@@ -967,35 +776,21 @@ class AgentTools:
         self, state: str | None = None, cursor: str | None = None, limit: int | None = None
     ) -> dict[str, Any]:
         """List tasks on the room's board (active unless ``state`` says otherwise)."""
-        page = await self._rest.list_tasks(self._room_id, state=state, cursor=cursor, limit=limit)
-        return {
-            "data": to_jsonable(page.items),
-            "metadata": {
-                "has_more": page.has_more,
-                "limit": page.limit,
-                "next_cursor": page.next_cursor,
-            },
-        }
+        return await self._tasks.list_tasks(state=state, cursor=cursor, limit=limit)
 
     @_tool("band_create_task")
     async def create_task(
         self, subject: str, detail: str | None = None, supersedes_id: str | None = None
     ) -> dict[str, Any]:
         """Create a task on the room's board."""
-        if supersedes_id is not None:
-            supersedes_id = _task_ref(supersedes_id)
-        task = await self._rest.create_task(
-            self._room_id, subject, detail=detail, supersedes_id=supersedes_id
+        return await self._tasks.create_task(
+            subject=subject, detail=detail, supersedes_id=supersedes_id
         )
-        return dict(to_jsonable(task))
 
     @_tool("band_get_task")
     async def get_task(self, id: str, include: str | None = None) -> dict[str, Any]:
         """Read one task (by id or board number)."""
-        task = await self._rest.get_task(
-            self._room_id, _task_ref(id), include_history=include == "history"
-        )
-        return dict(to_jsonable(task))
+        return await self._tasks.get_task(id=id, include=include)
 
     @_tool("band_update_task")
     async def update_task(
@@ -1013,48 +808,27 @@ class AgentTools:
         Raises:
             BandToolError: no field besides ``id`` was given.
         """
-        fields = {
-            "status": status,
-            "active_form": active_form,
-            "comment": comment,
-            "subject": subject,
-            "detail": detail,
-            "state": state,
-        }
-        sent = {k: v for k, v in fields.items() if v is not None}
-        if not sent:
-            raise BandToolError(
-                "At least one of status, active_form, comment, subject, detail, or "
-                "state must be set"
-            )
-        task = await self._rest.update_task(self._room_id, _task_ref(id), **sent)
-        return dict(to_jsonable(task))
+        return await self._tasks.update_task(
+            id=id,
+            status=status,
+            active_form=active_form,
+            comment=comment,
+            subject=subject,
+            detail=detail,
+            state=state,
+        )
 
     @_tool("band_get_task_history")
     async def get_task_history(
         self, id: str, cursor: str | None = None, limit: int | None = None
     ) -> dict[str, Any]:
         """Read a task's history, oldest first."""
-        page = await self._rest.get_task_history(
-            self._room_id, _task_ref(id), cursor=cursor, limit=limit
-        )
-        return {
-            "data": to_jsonable(page.items),
-            "metadata": {
-                "has_more": page.has_more,
-                "limit": page.limit,
-                "next_cursor": page.next_cursor,
-            },
-        }
+        return await self._tasks.get_task_history(id=id, cursor=cursor, limit=limit)
 
     @_tool("band_get_board")
     async def get_board(self, include: str | None = None) -> dict[str, Any]:
         """Read the room's board goal."""
-        return dict(
-            to_jsonable(
-                await self._rest.get_board(self._room_id, include_history=include == "history")
-            )
-        )
+        return await self._tasks.get_board(include=include)
 
     @_tool("band_set_board")
     async def set_board(
@@ -1065,20 +839,13 @@ class AgentTools:
         Raises:
             BandToolError: neither field was given.
         """
-        if goal_title is None and goal_summary is None:
-            raise BandToolError("At least one of goal_title or goal_summary must be set")
-        board = await self._rest.set_board(
-            self._room_id, goal_title=goal_title, goal_summary=goal_summary
-        )
-        return dict(to_jsonable(board))
+        return await self._tasks.set_board(goal_title=goal_title, goal_summary=goal_summary)
 
     # --------------------------------------------------------------- schemas
 
     def _effective_capabilities(
         self, capabilities: Iterable[Capability | str] | None
     ) -> frozenset[Capability]:
-        from band_trio.tools.definitions import DEFAULT_CAPABILITIES
-
         if capabilities is None:
             capabilities = self._capabilities
         caps = (
@@ -1098,7 +865,7 @@ class AgentTools:
         include_tools: Iterable[str] | None = None,
         exclude_tools: Iterable[str] | None = None,
         include_categories: Iterable[ToolCategory | str] | None = None,
-        custom_tools: CustomTools | None = None,
+        custom_tools: CustomToolSet | None = None,
     ) -> list[dict[str, Any]]:
         """The tools to offer a model, in ``"anthropic"`` or ``"openai"`` format.
 
@@ -1151,7 +918,7 @@ class AgentTools:
         name: str,
         args: Mapping[str, Any] | None,
         *,
-        custom_tools: CustomTools | None = None,
+        custom_tools: CustomToolSet | None = None,
     ) -> ToolResult:
         """Run the tool ``name`` with ``args`` and return its result.
 
@@ -1168,7 +935,7 @@ class AgentTools:
         """
         custom = custom_tools if custom_tools is not None else self._custom_tools
         definition = get_tool_definition(name) if isinstance(name, str) else None
-        custom_def: ToolDefinition | None = None
+        custom_def: ToolSpec | None = None
         if definition is None and custom is not None and isinstance(name, str):
             custom_def = custom.get(name)
         if definition is None and custom_def is None:

@@ -1,6 +1,6 @@
 """The room roster (who is in a room) and the texts derived from it (sans-io).
 
-Merge rules (reference runtime.md §2.7):
+Merge rules:
 
 * ``participant_added`` merges per field: a missing or null field never erases
   a known value;
@@ -275,7 +275,7 @@ def _render_description(description: str) -> str:
 def render_participants_msg(participants: Roster | Iterable[ChatParticipant]) -> str:
     """The participant list a model gets as a ``[System]`` update.
 
-    Format (reference tools_adapters.md §4.3)::
+    Format::
 
         ## Current Participants
         - @alice — Alice (User): "likes cats"

@@ -8,9 +8,9 @@ import pytest
 import trio
 
 from band_trio import AgentFailure
+from band_trio.adapter import ToolEffect, report_failure
 from band_trio.errors import RoomExecutionStoppedError
-from band_trio.llm import report_failure
-from band_trio.runtime.types import ToolEffect, TurnLedger, TurnVerdict
+from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
 from band_trio.tools import AgentTools
 from band_trio.wire.rest import RestClient
 

@@ -1,0 +1,136 @@
+"""The adapter contract: what an adapter author implements and calls, and what
+both the tools and the runtime build on.
+
+* Messages and history: :class:`PlatformMessage`, :class:`HistoryItem`,
+  :class:`HistoryConverter`, :class:`HistoryProvider`, the room :class:`Roster`.
+* Turns: :class:`AgentInput`, :class:`TurnContext`, :class:`TurnHooks`.
+* Protocols: :class:`FrameworkAdapter`, :class:`Preprocessor`, the optional
+  hooks (:class:`InterruptHandler`, :class:`AllRoomsCleanup`,
+  :class:`TurnJudging`) and :class:`AgentToolsProtocol`, every tool an adapter
+  may call. :class:`SimpleAdapter` implements the adapter side with defaults.
+* Tool families and effects: :class:`Capability`, :class:`ToolCategory`,
+  :class:`ToolEffect`; results: :class:`ToolResult`.
+* What an adapter emits and offers: :class:`Emit`, :class:`AdapterFeatures`.
+* Best-effort posts: :class:`AgentFailure` / :func:`report_failure` (and the
+  failure texts the runtime posts), :class:`Usage` / :func:`emit_usage`,
+  :func:`post_tool_call` / :func:`post_tool_result`.
+* :func:`render_system_prompt`: the system prompt of LLM adapters.
+
+This layer sits below the tools and the runtime and imports neither; adapters
+for a given LLM framework live in their own distributions and build on it.
+"""
+
+from band_trio.adapter.capabilities import Capability, ToolCategory, ToolEffect
+from band_trio.adapter.content import (
+    EVENT_CONTENT_LIMIT,
+    TRUNCATION_MARKER,
+    is_visible,
+    truncate_event_content,
+)
+from band_trio.adapter.failures import (
+    ERROR_EVENT_TEXT,
+    FAILURE_METADATA_KEY,
+    GENERIC_FAILURE_MESSAGE,
+    MISSING_REPLY_MESSAGE,
+    MISSING_REPLY_TEXT,
+    AgentFailure,
+    FailureReporter,
+    report_failure,
+)
+from band_trio.adapter.features import AdapterFeatures, Emit, resolve_features
+from band_trio.adapter.messages import (
+    HistoryConverter,
+    HistoryItem,
+    HistoryProvider,
+    HistoryRole,
+    NamedHistoryConverter,
+    PlatformMessage,
+)
+from band_trio.adapter.prompt import CAPABILITY_SECTIONS, render_system_prompt
+from band_trio.adapter.protocols import (
+    AllRoomsCleanup,
+    FrameworkAdapter,
+    InterruptHandler,
+    Preprocessor,
+    TurnJudging,
+)
+from band_trio.adapter.roster import Roster
+from band_trio.adapter.simple import SimpleAdapter
+from band_trio.adapter.tool_events import (
+    image_blocks_placeholder,
+    post_tool_call,
+    post_tool_result,
+    tool_call_content,
+    tool_result_content,
+)
+from band_trio.adapter.tool_protocol import (
+    AgentToolsProtocol,
+    CustomToolSet,
+    SchemaFormat,
+    ToolSpec,
+)
+from band_trio.adapter.tool_results import ToolErrorKind, ToolResult, to_jsonable
+from band_trio.adapter.turns import AgentInput, TurnContext, TurnHooks
+from band_trio.adapter.usage import (
+    USAGE_EVENT_TYPE,
+    USAGE_METADATA_KEY,
+    Usage,
+    emit_usage,
+    is_usage_event,
+)
+
+__all__ = [
+    "CAPABILITY_SECTIONS",
+    "ERROR_EVENT_TEXT",
+    "EVENT_CONTENT_LIMIT",
+    "FAILURE_METADATA_KEY",
+    "GENERIC_FAILURE_MESSAGE",
+    "MISSING_REPLY_MESSAGE",
+    "MISSING_REPLY_TEXT",
+    "TRUNCATION_MARKER",
+    "USAGE_EVENT_TYPE",
+    "USAGE_METADATA_KEY",
+    "AdapterFeatures",
+    "AgentFailure",
+    "AgentInput",
+    "AgentToolsProtocol",
+    "AllRoomsCleanup",
+    "Capability",
+    "CustomToolSet",
+    "Emit",
+    "FailureReporter",
+    "FrameworkAdapter",
+    "HistoryConverter",
+    "HistoryItem",
+    "HistoryProvider",
+    "HistoryRole",
+    "InterruptHandler",
+    "NamedHistoryConverter",
+    "PlatformMessage",
+    "Preprocessor",
+    "Roster",
+    "SchemaFormat",
+    "SimpleAdapter",
+    "ToolCategory",
+    "ToolEffect",
+    "ToolErrorKind",
+    "ToolResult",
+    "ToolSpec",
+    "TurnContext",
+    "TurnHooks",
+    "TurnJudging",
+    "Usage",
+    "emit_usage",
+    "image_blocks_placeholder",
+    "is_usage_event",
+    "is_visible",
+    "post_tool_call",
+    "post_tool_result",
+    "render_system_prompt",
+    "report_failure",
+    "resolve_features",
+    "to_jsonable",
+    "tool_call_content",
+    "tool_result_content",
+    "truncate_event_content",
+]
