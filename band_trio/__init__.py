@@ -7,6 +7,20 @@ or ``async with band_trio.open_agent(...)``. Implement an adapter by subclassing
 platform for offline development and tests; it comes with the optional extra
 ``pip install 'band-trio[local]'`` (without it, using it raises
 :class:`MissingExtraError` naming that command).
+
+The root holds what an agent author needs. Everything else is reached through
+its subpackage, each with a pinned surface of its own:
+
+* :mod:`band_trio.adapter` — the whole adapter contract (preprocessor and turn
+  types, tool-event and usage helpers, failure reports, system prompts);
+* :mod:`band_trio.tools` — the platform tools, their schemas and categories;
+* :mod:`band_trio.runtime` — the runtime's composable parts (``PlatformRuntime``,
+  ``DefaultPreprocessor``);
+* :mod:`band_trio.wire` — the WebSocket link, the REST client, the platform's
+  events; :mod:`band_trio.wire.models` the REST models;
+* :mod:`band_trio.errors` — every error class;
+* :mod:`band_trio.local` and :mod:`band_trio.testing` — the embedded platform
+  and the test kit.
 """
 
 from importlib.util import find_spec
@@ -16,7 +30,6 @@ from band_trio._version import __version__
 from band_trio.adapter import (
     AdapterFeatures,
     AgentFailure,
-    AgentInput,
     AgentToolsProtocol,
     Emit,
     FrameworkAdapter,
@@ -24,26 +37,30 @@ from band_trio.adapter import (
     HistoryItem,
     HistoryProvider,
     PlatformMessage,
-    Preprocessor,
     SimpleAdapter,
     ToolEffect,
-    TurnContext,
-    TurnHooks,
-    Usage,
-    emit_usage,
-    is_usage_event,
-    post_tool_call,
-    post_tool_result,
-    render_system_prompt,
-    report_failure,
 )
 from band_trio.agent import Agent, AgentStatistics, open_agent
-from band_trio.errors import *  # noqa: F403
-from band_trio.errors import __all__ as _errors_all
+from band_trio.errors import (
+    AgentAlreadyRunningError,
+    APIStatusError,
+    AuthenticationError,
+    BandConfigError,
+    BandConnectionError,
+    BandError,
+    BandTimeoutError,
+    BandToolError,
+    HistoryConversionError,
+    InputNotAccepted,
+    MissingExtraError,
+    RateLimitError,
+    RoomExecutionStoppedError,
+    SupersededError,
+    ToolArgumentsError,
+    UnknownParticipantError,
+)
 from band_trio.runtime.config import AgentConfig, AgentSettings, ConflictPolicy
 from band_trio.runtime.contact_events import ContactEventConfig, ContactStrategy
-from band_trio.runtime.platform_runtime import PlatformRuntime
-from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import RoomStatistics
 from band_trio.tools import (
     AgentTools,
@@ -55,19 +72,6 @@ from band_trio.tools import (
     get_anthropic_tool_schemas,
     get_openai_tool_schemas,
     get_tool_schemas,
-)
-from band_trio.wire import *  # noqa: F403
-from band_trio.wire import __all__ as _wire_all
-from band_trio.wire.models import (
-    AgentMe,
-    ChatMessage,
-    ChatParticipant,
-    ChatRoom,
-    EventCreated,
-    MentionRequest,
-    MessageSent,
-    MessageStatus,
-    Peer,
 )
 
 if TYPE_CHECKING:
@@ -92,64 +96,61 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [
-    *_errors_all,
-    *_wire_all,
-    "AdapterFeatures",
+__all__ = [  # noqa: RUF022 - grouped by what an author does with them
+    # running an agent
     "Agent",
     "AgentConfig",
-    "AgentFailure",
-    "AgentInput",
-    "AgentMe",
     "AgentSettings",
     "AgentStatistics",
-    "AgentTools",
-    "AgentToolsProtocol",
-    "Capability",
-    "ChatMessage",
-    "ChatParticipant",
-    "ChatRoom",
     "ConflictPolicy",
-    "ContactEventConfig",
-    "ContactStrategy",
-    "ContactTools",
-    "CustomTools",
-    "DefaultPreprocessor",
+    "RoomStatistics",
+    "__version__",
+    "open_agent",
+    # writing an adapter
+    "AdapterFeatures",
+    "AgentFailure",
+    "AgentToolsProtocol",
     "Emit",
-    "EventCreated",
     "FrameworkAdapter",
     "HistoryConverter",
     "HistoryItem",
     "HistoryProvider",
-    "HumanClient",
-    "LocalPlatform",
-    "MentionRequest",
-    "MessageSent",
-    "MessageStatus",
-    "Peer",
     "PlatformMessage",
-    "PlatformRuntime",
-    "Preprocessor",
-    "RoomStatistics",
     "SimpleAdapter",
+    # platform tools and contacts
+    "AgentTools",
+    "Capability",
+    "ContactEventConfig",
+    "ContactStrategy",
+    "ContactTools",
+    "CustomTools",
     "ToolEffect",
     "ToolErrorKind",
     "ToolResult",
-    "TurnContext",
-    "TurnHooks",
-    "Usage",
-    "__version__",
-    "emit_usage",
     "get_anthropic_tool_schemas",
     "get_openai_tool_schemas",
     "get_tool_schemas",
-    "is_usage_event",
-    "open_agent",
+    # errors an agent author catches or raises
+    "APIStatusError",
+    "AgentAlreadyRunningError",
+    "AuthenticationError",
+    "BandConfigError",
+    "BandConnectionError",
+    "BandError",
+    "BandTimeoutError",
+    "BandToolError",
+    "HistoryConversionError",
+    "InputNotAccepted",
+    "MissingExtraError",
+    "RateLimitError",
+    "RoomExecutionStoppedError",
+    "SupersededError",
+    "ToolArgumentsError",
+    "UnknownParticipantError",
+    # the embedded platform (optional extra `local`)
+    "HumanClient",
+    "LocalPlatform",
     "open_local_platform",
-    "post_tool_call",
-    "post_tool_result",
-    "render_system_prompt",
-    "report_failure",
 ]
 
 

@@ -1,1 +1,13 @@
-"""The agent runtime: public types, sans-io cores and the Trio engine."""
+"""The agent runtime: rooms, the claims ledger, the engine, control and contacts.
+
+Most of it is internal: :class:`band_trio.Agent` composes it. The names below are
+the parts a user composes by hand: a :class:`PlatformRuntime` (the link and the
+REST client an :class:`~band_trio.Agent` runs on) and the
+:class:`DefaultPreprocessor` (which turns platform events into adapter input).
+"""
+
+from band_trio.runtime.contact_events import ContactEventHandler, RoomSink
+from band_trio.runtime.platform_runtime import PlatformRuntime
+from band_trio.runtime.preprocessor import DefaultPreprocessor
+
+__all__ = ["ContactEventHandler", "DefaultPreprocessor", "PlatformRuntime", "RoomSink"]

@@ -24,8 +24,15 @@ import sys
 
 import trio
 
-from band_trio import Agent, AgentConfig, AgentSettings, PlatformRuntime
+from band_trio import (
+    Agent,
+    AgentConfig,
+    AgentSettings,
+)
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage, SimpleAdapter
+from band_trio.runtime import (
+    PlatformRuntime,
+)
 from band_trio.wire.rest import RestConfig
 
 

@@ -22,13 +22,16 @@ from band_trio import (
     HistoryProvider,
     PlatformMessage,
     SimpleAdapter,
+)
+from band_trio.adapter import (
+    GENERIC_FAILURE_MESSAGE,
+    MISSING_REPLY_MESSAGE,
     Usage,
     post_tool_call,
     post_tool_result,
     render_system_prompt,
     report_failure,
 )
-from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 from band_trio.local import HumanClient, LocalPlatform
 
 from ..runtime.agent_harness import Scene, fast_config, scene, serving, wait_until

@@ -12,10 +12,16 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio import AgentFailure, Emit, HistoryProvider, SimpleAdapter, Usage
+from band_trio import (
+    AgentFailure,
+    Emit,
+    HistoryProvider,
+    SimpleAdapter,
+)
 from band_trio.adapter import (
     GENERIC_FAILURE_MESSAGE,
     MISSING_REPLY_MESSAGE,
+    Usage,
     emit_usage,
     image_blocks_placeholder,
     is_usage_event,

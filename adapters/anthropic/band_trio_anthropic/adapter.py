@@ -32,13 +32,16 @@ from band_trio import (
     SimpleAdapter,
     ToolErrorKind,
     ToolResult,
+)
+from band_trio.adapter import (
+    GENERIC_FAILURE_MESSAGE,
     Usage,
+    image_blocks_placeholder,
     post_tool_call,
     post_tool_result,
     render_system_prompt,
     report_failure,
 )
-from band_trio.adapter import GENERIC_FAILURE_MESSAGE, image_blocks_placeholder
 from band_trio.tools import ToolCategory
 from band_trio_anthropic.converter import AnthropicHistoryConverter
 
