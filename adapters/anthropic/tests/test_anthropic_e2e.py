@@ -14,7 +14,7 @@ from typing import Any
 import anthropic
 import attrs
 import trio
-from anthropic_stub import AnthropicStub, Reply, error, message, text, tool_use
+from anthropic_stub import AnthropicStub, Reply, error, message, read_as_api, text, tool_use
 from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig
 
 import band_trio
@@ -80,14 +80,15 @@ async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
     user_id = band_platform.user.id
 
     def reply_with_the_tool(body: dict[str, Any]) -> Reply:
-        last = body["messages"][-1]["content"]
+        last = read_as_api(body)["messages"][-1]["content"]
         assert isinstance(last, str)
         assert "what is 2+2?" in last
         args = {"content": "2+2 is 4.", "mentions": [user_id]}
         return message(tool_use("toolu_01", "band_send_message", args), usage=(120, 30))
 
     anthropic_stub.push(reply_with_the_tool, message(text("Answered."), usage=(160, 4)))
-    adapter = AnthropicAdapter(AnthropicAdapterConfig(model="claude-test"), client=anthropic_client)
+    config = AnthropicAdapterConfig(model="claude-test", allow_unknown_model=True)
+    adapter = AnthropicAdapter(config, client=anthropic_client)
 
     with trio.fail_after(30):
         async with agent_in_a_room(band_platform, adapter) as room:
@@ -111,7 +112,7 @@ async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
     usage = room.from_agent("task")[0].metadata["band_usage"]
     assert (usage["input_tokens"], usage["output_tokens"]) == (280, 34)
 
-    first, second = anthropic_stub.bodies
+    first, second = anthropic_stub.read_bodies
     assert first["model"] == "claude-test"
     assert first["system"].startswith(f"You are {band_platform.agents[0].name}")
     # the first turn of the room brings the participant list as a system line
