@@ -223,7 +223,8 @@ async def test_cached_thinking_turns_report_cache_usage_and_post_thoughts(
     assert len(room.from_agent("text")) == 2
     thoughts = [m.content for m in room.from_agent("thought")]
     assert len(thoughts) == 4
-    assert thoughts[1] == "sent." and thoughts[3] == "sent again."
+    assert thoughts[1] == "sent."
+    assert thoughts[3] == "sent again."
     assert all(secret not in (m.content + json.dumps(m.metadata)) for m in room.state.messages)
 
     accounts = anthropic_stub.accounts
