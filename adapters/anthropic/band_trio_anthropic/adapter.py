@@ -20,6 +20,7 @@ as it is; this module uses no asyncio.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -158,8 +159,10 @@ class AnthropicAdapterConfig:
             turn then ends without another model call (a warning is logged, and
             the runtime reports a missing reply if nothing answered).
         max_history_messages: messages kept per room between turns (None:
-            no count limit); the oldest are dropped so the kept part starts at
-            a user message that is not a tool result.
+            no count limit); past it, the oldest are dropped (down to three
+            quarters of it, for the reason given under
+            ``history_token_budget``) so the kept part starts at a user
+            message that is not a tool result.
         history_token_budget: the most tokens of conversation sent per call
             and kept per room (None: no token limit). When the conversation
             grows past it, the oldest part is dropped down to three quarters
@@ -278,11 +281,17 @@ def _is_tool_results(message: Message) -> bool:
 
 
 def _trimmed(messages: list[Message], limit: int | None) -> list[Message]:
-    """The newest ``limit`` messages or fewer, starting at a user turn that is
-    not a tool result (so no tool_result loses its tool_use)."""
+    """At most ``limit`` newest messages, starting at a user turn that is not a
+    tool result (so no tool_result loses its tool_use); all of them when no
+    such start is among the newest ``limit``.
+
+    Past the limit, the cut goes down to three quarters of it when it can (see
+    :func:`_trim_target`)."""
     if limit is None or len(messages) <= limit:
         return messages
-    for start in range(len(messages) - limit, len(messages)):
+    size, target = len(messages), max(1, _trim_target(limit))
+    # the longest suffix within the target, else the longest within the limit
+    for start in itertools.chain(range(size - target, size), range(size - limit, size - target)):
         candidate = messages[start]
         if candidate["role"] == "user" and not _is_tool_results(candidate):
             return messages[start:]
@@ -291,7 +300,8 @@ def _trimmed(messages: list[Message], limit: int | None) -> list[Message]:
 
 def _trim_target(budget: int) -> int:
     # Trimmed below the budget, so the next turns fit without another trim and
-    # the conversation's start (the prompt cache's prefix) stays put.
+    # the conversation's start (the prompt cache's prefix) stays put: a cut at
+    # every turn would make every call write the whole conversation again.
     return budget * 3 // 4
 
 

@@ -324,3 +324,20 @@ async def test_exact_counting_asks_the_api_and_keeps_within_its_counts(
         assert json.dumps(messages, sort_keys=True) in by_count
     assert all(request_tokens({"messages": m}) <= budget for m in sent)
     assert max(request_tokens({"messages": m}) for m in sent) > budget // 2
+
+
+async def test_the_message_cap_trims_to_three_quarters(
+    anthropic_stub: AnthropicStub, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    anthropic_stub.push(*[message(text(f"answer {i}")) for i in range(7)])
+    adapter = AnthropicAdapter(
+        AnthropicAdapterConfig(max_history_messages=8), client=anthropic_client
+    )
+    await adapter.on_started("Claude", "a helpful agent")
+    lengths = []
+    for turn in range(7):
+        await run_turn(adapter, incoming(f"question {turn}", id=f"m{turn}"))
+        lengths.append(len(adapter.history("room-1")))
+    # 10 messages after turn 5: cut to 6, then room to grow again
+    assert lengths == [2, 4, 6, 8, 6, 8, 6]
+    assert adapter.history("room-1")[0] == {"role": "user", "content": "[Alice]: question 4"}
