@@ -51,11 +51,11 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "adapters/anthropic/tests"))
 
-from anthropic_stub import Account, AnthropicStub, Reply, message, text, tool_use  # noqa: E402
-from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig  # noqa: E402
+from anthropic_stub import Account, AnthropicStub, Reply, message, text, tool_use
+from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig
 
-from band_trio import Capability, PlatformMessage  # noqa: E402
-from band_trio.testing import FakeAgentTools  # noqa: E402
+from band_trio import Capability, PlatformMessage
+from band_trio.testing import FakeAgentTools
 
 RESULTS = Path(__file__).resolve().parent / "results" / "anthropic-tokens.json"
 SCENARIOS: dict[str, dict[str, Any]] = {

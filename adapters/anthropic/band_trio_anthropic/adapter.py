@@ -171,8 +171,10 @@ class AnthropicAdapterConfig:
             then has to write again). The current turn is never dropped.
         exact_token_counts: measure the conversation with the Messages API's
             ``count_tokens`` before each model call instead of estimating it
-            (one more request per call; see
-            :mod:`band_trio_anthropic.history_budget` for the estimate).
+            (one more request per call, a few more when a cut must be found;
+            see :mod:`band_trio_anthropic.history_budget` for the estimate).
+            The kept conversation is then cut at the next call, not when the
+            turn ends.
         cache: where prompt-cache breakpoints go (default
             :class:`~band_trio_anthropic.caching.CachePolicy()`: tools, system,
             and the conversation's previous and latest end); None sends none.
@@ -499,7 +501,7 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
             overflow_retried = False
             round_number = 0
             while round_number < self.config.max_tool_rounds:
-                await self._fit(turn, tools)
+                await self._fit(turn)
                 try:
                     response = await self._create(tools, turn.messages, schemas, overflow_retried)
                 except anthropic.BadRequestError as exc:
@@ -571,7 +573,7 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         self._histories[room_id] = kept
         return len(messages) - len(kept)
 
-    async def _fit(self, turn: _Turn, tools: AgentToolsProtocol) -> None:
+    async def _fit(self, turn: _Turn) -> None:
         """Trim the conversation to the token budget before a model call."""
         budget = self.config.history_token_budget
         if budget is None:

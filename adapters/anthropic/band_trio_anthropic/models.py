@@ -15,6 +15,7 @@ warnings of the client at every call, logged here once at configuration.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import typing
 from collections.abc import Iterable
@@ -40,12 +41,12 @@ class UnknownModelError(BandConfigError):
     def __init__(self, model: str, known: Iterable[str]) -> None:
         self.model = model
         self.known = tuple(sorted(known))
-        close = [k for k in self.known if k.startswith(model.rsplit("-", 1)[0])] or self.known
+        close = difflib.get_close_matches(model, self.known, n=3, cutoff=0.6)
+        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(self.known)}."
         super().__init__(
             f"unknown Claude model {model!r}: the installed anthropic client "
-            f"({anthropic.__version__}) does not know it; known ids include "
-            f"{', '.join(close[:8])}. Pass allow_unknown_model=True for a model "
-            "newer than the client."
+            f"({anthropic.__version__}) does not know it; {hint} Pass "
+            "allow_unknown_model=True for a model newer than the client."
         )
 
 

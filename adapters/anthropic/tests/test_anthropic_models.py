@@ -41,6 +41,7 @@ def test_an_unknown_model_is_a_clear_typed_error_at_construction() -> None:
     text = str(error)
     assert "'claude-sonet-5-5'" in text
     assert anthropic.__version__ in text
+    assert "did you mean claude-sonnet-5-5" in text
     assert "allow_unknown_model=True" in text
     with pytest.raises(UnknownModelError):
         AnthropicAdapter(AnthropicAdapterConfig(model="gpt-4o"))
