@@ -82,7 +82,8 @@ PROVIDER: Final = "anthropic"
 DEFAULT_MODEL: Final = "claude-sonnet-5-5"
 DEFAULT_MAX_TOKENS: Final = 4096
 DEFAULT_MAX_TOOL_ROUNDS: Final = 16
-"""Rounds of tool calls one turn may run before it is ended (tools_adapters.md §10 item 8)."""
+"""Rounds of tool calls one turn may run before it is ended (tools and adapters,
+"Weak spots" 8)."""
 DEFAULT_MAX_HISTORY_MESSAGES: Final = 200
 """Messages kept per room between turns; older ones are dropped at a user turn."""
 DEFAULT_HISTORY_TOKEN_BUDGET: Final = 100_000
@@ -395,7 +396,7 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         self._system_prompt: str | None = None
         self._histories: dict[str, list[Message]] = {}
         # room -> (message id, index of its user line) after a failed turn, so a
-        # retry of the same message starts from the same place (§10 item 9).
+        # retry of the same message starts from the same place ("Weak spots" 9).
         self._retry_points: dict[str, tuple[str, int]] = {}
 
     def __repr__(self) -> str:
