@@ -33,7 +33,6 @@ can carry the marker (the API reads both forms the same).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
@@ -176,8 +175,7 @@ def _mark_message(messages: list[Message], index: int, marker: dict[str, str]) -
             continue
         if block.get("type") == "text" and not block.get("text"):
             continue  # the API refuses a marker on an empty text block
-        marked = copy.copy(dict(block))
-        marked["cache_control"] = marker
+        marked = {**block, "cache_control": marker}
         blocks[position] = marked
         messages[index] = {**messages[index], "content": blocks}
         return
