@@ -1,4 +1,5 @@
-"""Room history as Anthropic Messages API ``messages`` (tools_adapters.md §6).
+"""Room history as Anthropic Messages API ``messages`` (tools and adapters,
+"Anthropic history converter"; the page is docs/reference/tools-and-adapters.rst).
 
 Sans-io: :class:`AnthropicHistoryConverter` turns the runtime's history items
 (oldest first) into a list of ``{"role", "content"}`` dicts that the API
@@ -206,7 +207,8 @@ def _add_text(out: _Builder, text: _Text) -> None:
 class AnthropicHistoryConverter:
     """Converts room history items into Anthropic ``messages``.
 
-    Rules (tools_adapters.md §6, with the repairs of §10 items 6 and 7):
+    Rules (tools and adapters, "Anthropic history converter", with the repairs
+    of "Weak spots" 6 and 7):
 
     * ``tool_call`` / ``tool_result`` events (JSON content ``{"name", "args"|
       "output", "tool_call_id"[, "is_error"]}``) become ``tool_use`` blocks in

@@ -14,7 +14,17 @@ from typing import Any
 import anthropic
 import attrs
 import trio
-from anthropic_stub import AnthropicStub, Reply, error, message, text, tool_use
+from anthropic_stub import (
+    AnthropicStub,
+    Reply,
+    error,
+    message,
+    read_as_api,
+    redacted_thinking,
+    text,
+    thinking,
+    tool_use,
+)
 from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig
 
 import band_trio
@@ -80,14 +90,15 @@ async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
     user_id = band_platform.user.id
 
     def reply_with_the_tool(body: dict[str, Any]) -> Reply:
-        last = body["messages"][-1]["content"]
+        last = read_as_api(body)["messages"][-1]["content"]
         assert isinstance(last, str)
         assert "what is 2+2?" in last
         args = {"content": "2+2 is 4.", "mentions": [user_id]}
         return message(tool_use("toolu_01", "band_send_message", args), usage=(120, 30))
 
     anthropic_stub.push(reply_with_the_tool, message(text("Answered."), usage=(160, 4)))
-    adapter = AnthropicAdapter(AnthropicAdapterConfig(model="claude-test"), client=anthropic_client)
+    config = AnthropicAdapterConfig(model="claude-test", allow_unknown_model=True)
+    adapter = AnthropicAdapter(config, client=anthropic_client)
 
     with trio.fail_after(30):
         async with agent_in_a_room(band_platform, adapter) as room:
@@ -111,7 +122,7 @@ async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
     usage = room.from_agent("task")[0].metadata["band_usage"]
     assert (usage["input_tokens"], usage["output_tokens"]) == (280, 34)
 
-    first, second = anthropic_stub.bodies
+    first, second = anthropic_stub.read_bodies
     assert first["model"] == "claude-test"
     assert first["system"].startswith(f"You are {band_platform.agents[0].name}")
     # the first turn of the room brings the participant list as a system line
@@ -164,3 +175,64 @@ async def test_a_provider_error_fails_the_message_with_one_report(
     assert failure["detail"]["type"] == "overloaded_error"
     assert "Overloaded" not in report.content
     assert room.from_agent("text") == []
+
+
+async def test_cached_thinking_turns_report_cache_usage_and_post_thoughts(
+    band_platform: LocalPlatform,
+    anthropic_stub: AnthropicStub,
+    anthropic_client: anthropic.AsyncAnthropic,
+) -> None:
+    """Two messages in one room, caching on (the default), thinking on with
+    thoughts emitted: each turn's usage event carries the cache figures the
+    API billed, the second turn reads the first from the cache, and the room
+    sees the thinking text but never the redacted data."""
+    anthropic_stub.accounting = True
+    user_id = band_platform.user.id
+    secret = "RU5DUllQVEVELVJFQVNPTklORw"
+
+    def think_then_reply(body: dict[str, Any]) -> Reply:
+        question = read_as_api(body)["messages"][-1]["content"]
+        args = {"content": f"answering: {question[-8:]}", "mentions": [user_id]}
+        return message(
+            thinking(f"the user asked {question[-8:]}"),
+            redacted_thinking(secret),
+            tool_use(f"toolu_{len(anthropic_stub.bodies)}", "band_send_message", args),
+        )
+
+    anthropic_stub.push(
+        think_then_reply,
+        message(thinking("sent."), text("done")),
+        think_then_reply,
+        message(thinking("sent again."), text("done")),
+    )
+    config = AnthropicAdapterConfig(thinking_budget=2048)
+    adapter = AnthropicAdapter(
+        config, client=anthropic_client, emit=band_trio.Emit.THOUGHTS | band_trio.Emit.USAGE
+    )
+
+    with trio.fail_after(30):
+        async with agent_in_a_room(band_platform, adapter) as room:
+            first = await room.post("question one")
+            await band_platform.wait_for(lambda: room.status(first) == "processed")
+            await band_platform.wait_for(lambda: len(room.from_agent("task")) == 1)
+            second = await room.post("question two")
+            await band_platform.wait_for(lambda: room.status(second) == "processed")
+            await band_platform.wait_for(lambda: len(room.from_agent("task")) == 2)
+
+    assert anthropic_stub.refused == []
+    assert len(room.from_agent("text")) == 2
+    thoughts = [m.content for m in room.from_agent("thought")]
+    assert len(thoughts) == 4
+    assert thoughts[1] == "sent."
+    assert thoughts[3] == "sent again."
+    assert all(secret not in (m.content + json.dumps(m.metadata)) for m in room.state.messages)
+
+    accounts = anthropic_stub.accounts
+    usages = [m.metadata["band_usage"] for m in room.from_agent("task")]
+    for usage, calls in zip(usages, (accounts[:2], accounts[2:]), strict=True):
+        assert usage["input_tokens"] == sum(a.input for a in calls)
+        assert usage["cache_read_tokens"] == sum(a.cache_read for a in calls)
+        assert usage["cache_write_tokens"] == sum(a.cache_write for a in calls)
+    # the second turn starts where the first ended: read from the cache
+    assert accounts[2].cache_read == accounts[1].total
+    assert usages[1]["cache_read_tokens"] > usages[1]["cache_write_tokens"]

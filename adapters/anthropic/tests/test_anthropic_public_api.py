@@ -10,17 +10,27 @@ from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig, Anthro
 from band_trio import BandConfigError, Capability, Emit
 
 PUBLIC = [
+    "DEFAULT_HISTORY_TOKEN_BUDGET",
     "DEFAULT_MAX_HISTORY_MESSAGES",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MAX_TOOL_ROUNDS",
     "DEFAULT_MODEL",
     "HISTORY_START",
     "INTERRUPTED_TOOL_RESULT",
+    "MAX_CACHE_BREAKPOINTS",
+    "MIN_THINKING_BUDGET",
     "PROVIDER",
     "AnthropicAdapter",
     "AnthropicAdapterConfig",
     "AnthropicHistoryConverter",
+    "CachePolicy",
+    "CachedRequest",
+    "UnknownModelError",
     "__version__",
+    "estimate_message_tokens",
+    "estimate_tokens",
+    "known_models",
+    "trim_to_budget",
 ]
 
 
@@ -71,17 +81,19 @@ def test_defaults_match_the_reference() -> None:
 
 
 def test_unsupported_emit_kinds_are_refused() -> None:
-    """§9.60."""
+    """(tools and adapters, "Testable statements" 60); thoughts are supported here
+    (the text of thinking blocks)."""
     with pytest.raises(BandConfigError) as raised:
-        AnthropicAdapter(emit=Emit.THOUGHTS)
+        AnthropicAdapter(emit=Emit.TASK_EVENTS)
     assert str(raised.value) == (
-        "AnthropicAdapter does not support emit kind(s): thoughts; supported: tool_calls, usage"
+        "AnthropicAdapter does not support emit kind(s): task_events; "
+        "supported: thoughts, tool_calls, usage"
     )
 
 
 def test_the_config_is_immutable_and_refuses_unknown_fields() -> None:
     """§9.93."""
-    config = AnthropicAdapterConfig(model="claude-x")
+    config = AnthropicAdapterConfig(model="claude-x", allow_unknown_model=True)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         config.model = "other"  # type: ignore[misc]
     with pytest.raises(TypeError):

@@ -109,7 +109,7 @@ async def test_a_plain_text_answer_posts_nothing_and_is_kept_as_assistant_text(
     # only the usage event's OBSERVE: nothing answered, so the runtime judges a
     # missing reply
     assert tools.effects == [ToolEffect.OBSERVE]
-    (body,) = anthropic_stub.bodies
+    (body,) = anthropic_stub.read_bodies
     assert body["system"] == adapter.system_prompt
     assert body["system"].startswith("You are Claude, a helpful agent.")
     assert body["messages"] == [{"role": "user", "content": "[Alice]: hello"}]
@@ -135,7 +135,7 @@ async def test_tool_use_runs_the_tool_and_feeds_the_result_back(
 
     assert tools.chat == ["hi Alice"]
     assert ToolEffect.REPLY in tools.effects
-    first, second = anthropic_stub.bodies
+    first, second = anthropic_stub.read_bodies
     assert second["messages"][:-2] == first["messages"]
     assistant, results = second["messages"][-2:]
     assert assistant == {
@@ -186,7 +186,7 @@ async def test_several_tool_uses_run_in_order_and_answer_in_one_message(
         "band_get_participants",
         "band_send_message",
     ]
-    second = anthropic_stub.bodies[1]["messages"]
+    second = anthropic_stub.read_bodies[1]["messages"]
     assert [b["type"] for b in second[-2]["content"]] == ["text", "tool_use", "tool_use"]
     assert [b["tool_use_id"] for b in second[-1]["content"]] == ["toolu_a", "toolu_b"]
 
@@ -225,7 +225,7 @@ async def test_band_no_reply_next_to_a_failed_call_continues(
     await run_turn(adapter, tools)
 
     assert len(anthropic_stub.requests) == 2
-    failed, declined = anthropic_stub.bodies[1]["messages"][-1]["content"]
+    failed, declined = anthropic_stub.read_bodies[1]["messages"][-1]["content"]
     assert failed["is_error"] is True
     assert "At least one mention is required" in failed["content"]
     assert declined["is_error"] is False
@@ -251,7 +251,7 @@ async def test_every_failed_tool_call_is_fed_back_with_is_error(
     adapter = await started(anthropic_client)
     await run_turn(adapter, tools)
 
-    results = anthropic_stub.bodies[1]["messages"][-1]["content"]
+    results = anthropic_stub.read_bodies[1]["messages"][-1]["content"]
     assert [r["is_error"] for r in results] == [True, True, True]
     assert results[0]["content"].startswith("Invalid arguments for band_send_message")
     assert results[1]["content"] == "Unknown tool: band_nonexistent"
@@ -318,7 +318,7 @@ async def test_bootstrap_history_then_system_lines_then_the_message(
         contacts_msg="alice is now a contact",
         bootstrap=True,
     )
-    assert anthropic_stub.bodies[0]["messages"] == [
+    assert anthropic_stub.read_bodies[0]["messages"] == [
         {"role": "user", "content": "[Bob]: earlier"},
         {"role": "user", "content": "[System]: ## Current Participants\n- @alice"},
         {"role": "user", "content": "[System]: alice is now a contact"},
@@ -339,7 +339,7 @@ async def test_history_is_kept_per_room_and_dropped_on_cleanup(
     await adapter.on_cleanup("room-a")
     await run_turn(adapter, tools, incoming("four", id="a3", room="room-a"))
 
-    bodies = [b["messages"] for b in anthropic_stub.bodies]
+    bodies = [b["messages"] for b in anthropic_stub.read_bodies]
     assert bodies[1] == [{"role": "user", "content": "[Alice]: two"}]
     assert bodies[2] == [
         {"role": "user", "content": "[Alice]: one"},
@@ -388,7 +388,7 @@ async def test_tool_filters_and_capabilities_shape_the_offered_tools(
         exclude_tools=["band_create_chatroom"],
     )
     await run_turn(adapter, FakeAgentTools())
-    names = [t["name"] for t in anthropic_stub.bodies[0]["tools"]]
+    names = [t["name"] for t in anthropic_stub.read_bodies[0]["tools"]]
     assert "band_create_chatroom" not in names
     assert names[:7] == [n for n in CHAT_TOOLS if n != "band_create_chatroom"]
     assert names[7:] == [
@@ -398,7 +398,7 @@ async def test_tool_filters_and_capabilities_shape_the_offered_tools(
         "band_supersede_memory",
         "band_archive_memory",
     ]
-    assert "## Memory Tools" in anthropic_stub.bodies[0]["system"]
+    assert "## Memory Tools" in anthropic_stub.read_bodies[0]["system"]
 
 
 async def test_a_custom_tool_is_offered_last_and_run(
@@ -425,7 +425,7 @@ async def test_a_custom_tool_is_offered_last_and_run(
     )
     adapter = await started(anthropic_client, custom_tools=custom)
     await run_turn(adapter, FakeAgentTools())
-    first, second, _ = anthropic_stub.bodies
+    first, second, _ = anthropic_stub.read_bodies
     assert [t["name"] for t in first["tools"]] == [*CHAT_TOOLS, "echo"]
     assert seen == ["ping"]
     (result,) = second["messages"][-1]["content"]
@@ -449,7 +449,7 @@ async def test_an_image_file_becomes_image_blocks(
     )
     adapter = await started(anthropic_client, capabilities=Capability.FILES)
     await run_turn(adapter, tools)
-    (result,) = anthropic_stub.bodies[1]["messages"][-1]["content"]
+    (result,) = anthropic_stub.read_bodies[1]["messages"][-1]["content"]
     assert result["content"] == [
         {
             "type": "image",
@@ -565,7 +565,7 @@ async def test_a_retried_message_is_not_appended_twice(
     with pytest.raises(anthropic.InternalServerError):
         await run_turn(adapter, FakeAgentTools(), participants_msg="## Current Participants")
     await run_turn(adapter, FakeAgentTools())
-    assert anthropic_stub.bodies[2]["messages"] == [
+    assert anthropic_stub.read_bodies[2]["messages"] == [
         {"role": "user", "content": "[System]: ## Current Participants"},
         {"role": "user", "content": "[Alice]: hello"},
     ]
@@ -596,7 +596,7 @@ async def test_a_cancelled_retry_keeps_the_retry_point(
         # attempt 3: the message is in the conversation once
         await run_turn(adapter, FakeAgentTools())
     expected = [{"role": "user", "content": "[Alice]: hello"}]
-    assert [r["messages"] for r in anthropic_stub.bodies] == [expected] * 3
+    assert [r["messages"] for r in anthropic_stub.read_bodies] == [expected] * 3
 
 
 # ---------------------------------------------------------------- cancellation
@@ -643,7 +643,7 @@ async def test_a_failed_event_post_does_not_change_the_tool_result(
     adapter = await started(anthropic_client)
     await run_turn(adapter, tools)
     assert tools.chat == ["hi Alice"]
-    (result,) = anthropic_stub.bodies[1]["messages"][-1]["content"]
+    (result,) = anthropic_stub.read_bodies[1]["messages"][-1]["content"]
     assert result["is_error"] is False
     # both tool events were lost; the usage event still went out
     assert [e.message_type for e in tools.events_sent] == ["task"]
@@ -669,7 +669,7 @@ async def test_a_tools_object_that_raises_gives_an_error_result(
     adapter = await started(anthropic_client)
     tools = RaisingTools()
     await run_turn(adapter, tools)
-    (result,) = anthropic_stub.bodies[1]["messages"][-1]["content"]
+    (result,) = anthropic_stub.read_bodies[1]["messages"][-1]["content"]
     assert result["is_error"] is True
     assert "broken tools object" in result["content"]
     assert len(anthropic_stub.requests) == 2
