@@ -57,6 +57,7 @@ import pytest
 import trio
 
 import band_trio
+import band_trio.runtime
 from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 from band_trio.agent import Agent, open_agent
 from band_trio.errors import AuthenticationError, BandConfigError, SupersededError
@@ -75,8 +76,9 @@ from .agent_harness import (
 
 
 def test_public_names_are_exported() -> None:
-    for name in ("Agent", "open_agent", "AgentStatistics", "PlatformRuntime", "AgentConfig"):
+    for name in ("Agent", "open_agent", "AgentStatistics", "AgentConfig"):
         assert hasattr(band_trio, name), name
+    assert band_trio.runtime.PlatformRuntime is PlatformRuntime
 
 
 def test_create_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
