@@ -22,7 +22,7 @@ PUBLIC = {
     "RoomExecutionStoppedError", "InputNotAccepted", "APIStatusError", "BadRequestError",
     "AuthenticationError", "PermissionDeniedError", "NotFoundError", "ConflictError",
     "ContentTooLargeError", "RangeNotSatisfiableError", "UnprocessableEntityError",
-    "RateLimitError", "InternalServerError", "ServiceUnavailableError",
+    "RateLimitError", "InternalServerError", "ServiceUnavailableError", "OutcomeUnknownError",
     "HistoryConversionError", "UnknownParticipantError", "BandToolError",
     "ToolArgumentsError", "MissingExtraError", "error_for_status",
     # running an agent

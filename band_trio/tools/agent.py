@@ -25,6 +25,7 @@ from band_trio.errors import (
     BandProtocolError,
     BandToolError,
     NotFoundError,
+    OutcomeUnknownError,
     PermissionDeniedError,
     RoomExecutionStoppedError,
     ToolArgumentsError,
@@ -203,10 +204,10 @@ def _expired(attachment: Attachment, now: _dt.datetime) -> bool:
 
 def _maybe_stored(exc: Exception) -> bool:
     """Whether a failed post may still have been stored by the platform: a
-    transport failure or timeout after the request may have been sent, a 5xx,
-    or a 2xx whose body was not a receipt (stored for sure). A 4xx, a refusal
-    of a stopped room, or a local error was not stored."""
-    if isinstance(exc, BandConnectionError | BandProtocolError):
+    transport failure or timeout after the request may have been sent, a 5xx
+    or a 408, or a 2xx whose body was not a receipt (stored for sure). Any
+    other 4xx, a refusal of a stopped room, or a local error was not stored."""
+    if isinstance(exc, OutcomeUnknownError | BandConnectionError | BandProtocolError):
         return True
     return isinstance(exc, APIStatusError) and exc.status_code >= 500
 
@@ -1214,11 +1215,16 @@ class AgentTools:
                 tool_name, ToolErrorKind.PLATFORM_ERROR, _platform_message(tool_name, exc)
             )
         except BandConnectionError as exc:
+            advice = (
+                "it may have been applied anyway: check before repeating it"
+                if isinstance(exc, OutcomeUnknownError)
+                else "try again later"
+            )
             return ToolResult.error(
                 tool_name,
                 ToolErrorKind.PLATFORM_ERROR,
                 f"Error executing {tool_name}: the platform could not be reached "
-                f"({type(exc).__name__}); try again later.",
+                f"({type(exc).__name__}); {advice}.",
             )
         except BandError as exc:
             if custom_def is not None:
@@ -1268,6 +1274,8 @@ def _platform_message(tool_name: str, exc: APIStatusError) -> str:
         hint = " The thing you asked for does not exist or you cannot see it."
     elif status == 403:
         hint = " You are not allowed to do this."
+    elif isinstance(exc, OutcomeUnknownError):
+        hint = " It may have been applied anyway: check before repeating it."
     elif status == 429 or exc.retryable:
         hint = " Try again later."
     return f"Error executing {tool_name}: the platform refused the request ({what}){detail}.{hint}"
