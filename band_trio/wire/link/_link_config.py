@@ -29,6 +29,15 @@ class LinkConfig:
         connect_timeout: seconds for the TCP connect plus the upgrade handshake.
         close_timeout: seconds to wait for the closing handshake.
         max_message_size: largest incoming message accepted (bigger: close 1009).
+        malformed_frame_limit: a frame that is not a Phoenix v2 frame (not
+            JSON, not a 5-element array, a bad topic, event or ref) is counted,
+            logged and skipped; when this many arrive on one socket within
+            ``malformed_frame_window`` seconds the socket is closed (1002) and
+            the link reconnects. That reconnect is not held down as a flapping
+            platform's would be (see :meth:`ReconnectPolicy.closed_locally
+            <band_trio.wire.backoff.ReconnectPolicy.closed_locally>`). 1 closes
+            on the first malformed frame.
+        malformed_frame_window: the window of ``malformed_frame_limit``, in seconds.
         receive_buffer_size: bytes read from the socket at a time.
         event_buffer_size: events decoded but not yet taken by the caller.
         join_agent_rooms: also join ``agent_rooms:<agent_id>`` at start-up
@@ -45,6 +54,8 @@ class LinkConfig:
     connect_timeout: float = 10.0
     close_timeout: float = 5.0
     max_message_size: int = MIB
+    malformed_frame_limit: int = 5
+    malformed_frame_window: float = 10.0
     receive_buffer_size: int = 64 * 1024
     event_buffer_size: int = 1000
     join_agent_rooms: bool = True
@@ -60,11 +71,17 @@ class LinkConfig:
             "dead_after",
             "connect_timeout",
             "close_timeout",
+            "malformed_frame_window",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise BandConfigError(f"LinkConfig.{name} must be a positive number of seconds")
-        for name in ("max_message_size", "receive_buffer_size", "event_buffer_size"):
+        for name in (
+            "max_message_size",
+            "receive_buffer_size",
+            "event_buffer_size",
+            "malformed_frame_limit",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise BandConfigError(f"LinkConfig.{name} must be a positive integer")
