@@ -28,6 +28,7 @@ from band_trio.errors import (
     SupersededError,
     UpgradeRefusedError,
 )
+from band_trio.wire._key_guard import refuse_plaintext_key
 from band_trio.wire.backoff import RetryDecision
 from band_trio.wire.events import Supersede, decode_event
 from band_trio.wire.link._link_config import LinkConfig
@@ -188,7 +189,9 @@ class BandLink:
             ``"supersede"`` (the platform default) sends nothing.
 
     Raises:
-        BandConfigError: an empty id or key, a bad URL or ``on_conflict`` value.
+        BandConfigError: an empty id or key, a bad URL or ``on_conflict``
+            value, or a ``ws://`` URL to another machine without
+            ``config.allow_insecure_transport``.
     """
 
     def __init__(
@@ -212,6 +215,13 @@ class BandLink:
         self._api_key = api_key
         self._url_first = build_ws_url(ws_url, agent_id, on_conflict_reject=on_conflict == "reject")
         self._url_again = build_ws_url(ws_url, agent_id)
+        target = upgrade_target(self._url_again)
+        refuse_plaintext_key(
+            "wss" if target.use_ssl else "ws",
+            target.host,
+            allowed=self.config.allow_insecure_transport,
+            setting="LinkConfig.allow_insecure_transport",
+        )
         self._proto = PhoenixProtocol(
             heartbeat_interval=self.config.heartbeat_interval, dead_after=self.config.dead_after
         )

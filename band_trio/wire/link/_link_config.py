@@ -45,6 +45,10 @@ class LinkConfig:
         first_connect_policy: builds the backoff policy of the first connect.
         reconnect_policy: builds the backoff policy of later reconnects.
         random: jitter source for channel rejoins after ``phx_error``.
+        allow_insecure_transport: send the API key over plain ``ws://`` to a
+            host that is not this machine (a private network you trust). Off by
+            default: the link refuses such a URL, since anyone on the path
+            could read the key.
     """
 
     join_timeout: float = 10.0
@@ -62,6 +66,7 @@ class LinkConfig:
     first_connect_policy: Callable[[], FirstConnectPolicy] = FirstConnectPolicy
     reconnect_policy: Callable[[], ReconnectPolicy] = ReconnectPolicy
     random: Callable[[], float] = _random.random
+    allow_insecure_transport: bool = False
 
     def __attrs_post_init__(self) -> None:
         for name in (

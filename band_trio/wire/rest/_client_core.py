@@ -44,6 +44,7 @@ from band_trio.errors import (
     outcome_unknown_status_class,
 )
 from band_trio.wire._converter import converter
+from band_trio.wire._key_guard import refuse_plaintext_key
 from band_trio.wire._pool import PooledTransport
 from band_trio.wire.models import CursorPage, Page, PageMeta
 from band_trio.wire.retry import (
@@ -108,6 +109,10 @@ class RestConfig:
             ``max_connections``, so a busy agent does not churn connections).
         keepalive_expiry: seconds an idle pooled connection stays open.
         user_agent: the ``User-Agent`` header.
+        allow_insecure_transport: send the API key over plain ``http://`` to a
+            host that is not this machine (a private network you trust). Off by
+            default: the client refuses such a base URL, since anyone on the
+            path could read the key.
     """
 
     timeout: float = attrs.field(default=30.0, validator=_positive)
@@ -117,6 +122,7 @@ class RestConfig:
     max_keepalive_connections: int | None = attrs.field(default=None)
     keepalive_expiry: float = attrs.field(default=30.0, validator=_positive)
     user_agent: str = attrs.field(factory=_default_user_agent)
+    allow_insecure_transport: bool = False
 
     @max_keepalive_connections.validator
     def _check_keepalive(self, attribute: attrs.Attribute[int | None], value: int | None) -> None:
@@ -204,8 +210,9 @@ class RestClientCore:
         """Create the client and its connection pool (no I/O happens here).
 
         Raises:
-            BandConfigError: an empty key, or a base URL that is not a plain
-                ``http(s)://host[:port][/prefix]``.
+            BandConfigError: an empty key, a base URL that is not a plain
+                ``http(s)://host[:port][/prefix]``, or an ``http://`` URL to
+                another machine without ``config.allow_insecure_transport``.
         """
         config = config or RestConfig()
         if not isinstance(api_key, str) or not api_key.strip():
@@ -225,6 +232,12 @@ class RestClientCore:
             raise BandConfigError(
                 f"REST base URL must not contain /api/v1 (give the site root): {base_url!r}"
             )
+        refuse_plaintext_key(
+            url.scheme,
+            url.host,
+            allowed=config.allow_insecure_transport,
+            setting="RestConfig.allow_insecure_transport",
+        )
         self._base_url = str(url).rstrip("/")
         self._origin = (url.scheme, url.host, url.port)
         self._api_key = api_key
