@@ -304,3 +304,37 @@ async def test_idempotent_write_is_retried_after_a_lost_answer(world: World, sta
         board = await world.rest.set_board(world.room_id, goal_title="Ship it")
     assert lost.hits == 1
     assert board.goal_title == "Ship it"
+
+
+async def test_delegation_token_exchange(world: World) -> None:
+    """Each exchange mints a token and spends the agent's exchange budget:
+    not repeated after a lost answer either."""
+    platform = world.platform
+    bob = platform.create_user("Bob", "bob")
+    async with HumanClient(base_url=platform.rest_url, api_key=bob.api_key) as bob_client:
+        # Bob must be a contact of the room owner before he can be added.
+        await world.human.send_contact_request("bob")
+        received = await bob_client.contact_requests()
+        await bob_client.approve_contact_request(received[0]["id"])
+        await world.human.add_participant(world.room_id, bob.id)
+        sent = await bob_client.post_message(
+            world.room_id, f"@{world.agent_handle} hi", [world.agent_handle]
+        )
+    lost = lose_the_answer(platform, "POST", r"/delegation/token$", 503)
+    await expect_unknown(
+        lost,
+        "POST",
+        503,
+        lambda: world.rest.exchange_delegation_token("connector-1", str(sent["id"])),
+    )
+
+
+@pytest.mark.parametrize("status", LOST_STATUSES)
+async def test_file_upload_is_retried_after_a_lost_answer(world: World, status: int) -> None:
+    """Identical bytes in a room are one file: the client retries the upload."""
+    lost = world.platform.faults.add("PUT", r"/files$", status, 1, perform=True)
+    with trio.fail_after(DEADLINE):
+        first = await world.rest.upload_file(world.room_id, b"same bytes", filename="a.txt")
+        again = await world.rest.upload_file(world.room_id, b"same bytes", filename="a.txt")
+    assert lost.hits == 1
+    assert first.id == again.id
