@@ -33,10 +33,10 @@ class LinkConfig:
             JSON, not a 5-element array, a bad topic, event or ref) is counted,
             logged and skipped; when this many arrive on one socket within
             ``malformed_frame_window`` seconds the socket is closed (1002) and
-            the link reconnects. Once the link has started, that reconnect is
-            not held down as a flapping platform's would be (see :meth:`ReconnectPolicy.closed_locally
-            <band_trio.wire.backoff.ReconnectPolicy.closed_locally>`). 1 closes
-            on the first malformed frame.
+            the link reconnects. Once the link has started, that reconnect
+            is not held down as a flapping platform's would be (see
+            :meth:`~band_trio.wire.backoff.ReconnectPolicy.closed_locally`).
+            1 closes on the first malformed frame.
         malformed_frame_window: the window of ``malformed_frame_limit``, in seconds.
         receive_buffer_size: bytes read from the socket at a time.
         event_buffer_size: events decoded but not yet taken by the caller.
