@@ -36,6 +36,7 @@ __all__ = [
     "LocalProtocolError",
     "MissingExtraError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "PermissionDeniedError",
     "RangeNotSatisfiableError",
     "RateLimitError",
@@ -375,6 +376,93 @@ _BY_STATUS: dict[int, type[APIStatusError]] = {
     429: RateLimitError,
     503: ServiceUnavailableError,
 }
+
+
+class OutcomeUnknownError(BandError):
+    """A write the platform may have applied although the call failed.
+
+    Raised by the REST client for a call that is not safe to repeat (a message
+    or event post, a participant or contact change, a memory or task write, a
+    lifecycle mark) when the failure can hide a committed write: a 5xx (a 503
+    without ``Retry-After`` included), a 408, a timeout, or a connection lost
+    after the request was sent. A load balancer answers exactly like this when
+    the platform committed the write but the answer did not make it back. The
+    client never sends such a call again by itself: the caller checks whether
+    it landed (for a reply, the room's context) before repeating it.
+
+    The error raised is also the class the failure maps to otherwise
+    (:class:`InternalServerError`, :class:`ServiceUnavailableError`,
+    :class:`APIStatusError` for a 408, :class:`BandTimeoutError`,
+    :class:`BandConnectionError`), so handlers of those keep working; catch
+    this class to tell "maybe done" from "not done".
+
+    Its :attr:`~BandError.retryable` is that of the underlying failure: the
+    platform may well accept the call later, but repeating it blindly may
+    apply it twice.
+
+    Attributes:
+        method: the HTTP method of the call.
+        path: the request path (never the query string or a header).
+        status_code: the HTTP status that answered, or ``None`` when no answer
+            came (a timeout or a connection lost after sending).
+    """
+
+    method: str | None
+    path: str | None
+    status_code: int | None
+
+
+# The status classes below set ``status_code`` to an int, which fits the
+# ``int | None`` above; mypy only objects because the attribute is writable.
+
+
+class OutcomeUnknownStatusError(APIStatusError, OutcomeUnknownError):  # type: ignore[misc]
+    """HTTP 408 on a write that may have been applied."""
+
+
+class OutcomeUnknownServerError(InternalServerError, OutcomeUnknownError):  # type: ignore[misc]
+    """A 5xx other than 503 on a write that may have been applied."""
+
+
+class OutcomeUnknownServiceUnavailableError(  # type: ignore[misc]
+    ServiceUnavailableError, OutcomeUnknownError
+):
+    """A 503 without ``Retry-After`` on a write that may have been applied."""
+
+
+class OutcomeUnknownConnectionError(BandConnectionError, OutcomeUnknownError):
+    """The connection was lost after a write was sent; it may have been applied.
+
+    Attributes:
+        method: the HTTP method of the call.
+        path: the request path.
+        status_code: always ``None`` (no answer came).
+    """
+
+    def __init__(self, text: str, *, method: str, path: str) -> None:
+        super().__init__(text)
+        self.method = method
+        self.path = path
+        self.status_code = None
+
+
+class OutcomeUnknownTimeoutError(BandTimeoutError, OutcomeUnknownConnectionError):
+    """A write timed out after it was sent; it may have been applied."""
+
+
+def outcome_unknown_status_class(status_code: int) -> type[APIStatusError]:
+    """The :class:`OutcomeUnknownError` class for a status that may hide a write.
+
+    Raises:
+        ValueError: ``status_code`` is neither 408 nor a 5xx.
+    """
+    if status_code == 503:
+        return OutcomeUnknownServiceUnavailableError
+    if status_code >= 500:
+        return OutcomeUnknownServerError
+    if status_code == 408:
+        return OutcomeUnknownStatusError
+    raise ValueError(f"HTTP {status_code} does not leave a write's outcome unknown")
 
 
 def error_for_status(status_code: int) -> type[APIStatusError]:

@@ -28,7 +28,7 @@ PUBLIC = {
     # errors an agent author catches or raises
     "APIStatusError", "AgentAlreadyRunningError", "AuthenticationError", "BandConfigError",
     "BandConnectionError", "BandError", "BandTimeoutError", "BandToolError",
-    "HistoryConversionError", "InputNotAccepted", "MissingExtraError", "RateLimitError",
+    "HistoryConversionError", "InputNotAccepted", "MissingExtraError", "OutcomeUnknownError", "RateLimitError",
     "RoomExecutionStoppedError", "SupersededError", "ToolArgumentsError",
     "UnknownParticipantError",
     # the embedded platform

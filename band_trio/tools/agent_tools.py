@@ -40,6 +40,7 @@ from band_trio.errors import (
     BandError,
     BandProtocolError,
     BandToolError,
+    OutcomeUnknownError,
     PermissionDeniedError,
     RoomExecutionStoppedError,
     ToolArgumentsError,
@@ -151,10 +152,10 @@ def _matches(participant: Any, identifier: str) -> bool:
 
 def _maybe_stored(exc: Exception) -> bool:
     """Whether a failed post may still have been stored by the platform: a
-    transport failure or timeout after the request may have been sent, a 5xx,
-    or a 2xx whose body was not a receipt (stored for sure). A 4xx, a refusal
-    of a stopped room, or a local error was not stored."""
-    if isinstance(exc, BandConnectionError | BandProtocolError):
+    transport failure or timeout after the request may have been sent, a 5xx
+    or a 408, or a 2xx whose body was not a receipt (stored for sure). Any
+    other 4xx, a refusal of a stopped room, or a local error was not stored."""
+    if isinstance(exc, OutcomeUnknownError | BandConnectionError | BandProtocolError):
         return True
     return isinstance(exc, APIStatusError) and exc.status_code >= 500
 
@@ -981,11 +982,16 @@ class AgentTools:
                 tool_name, ToolErrorKind.PLATFORM_ERROR, _platform_message(tool_name, exc)
             )
         except BandConnectionError as exc:
+            advice = (
+                "it may have been applied anyway: check before repeating it"
+                if isinstance(exc, OutcomeUnknownError)
+                else "try again later"
+            )
             return ToolResult.error(
                 tool_name,
                 ToolErrorKind.PLATFORM_ERROR,
                 f"Error executing {tool_name}: the platform could not be reached "
-                f"({type(exc).__name__}); try again later.",
+                f"({type(exc).__name__}); {advice}.",
             )
         except BandError as exc:
             if custom_def is not None:
@@ -1035,6 +1041,8 @@ def _platform_message(tool_name: str, exc: APIStatusError) -> str:
         hint = " The thing you asked for does not exist or you cannot see it."
     elif status == 403:
         hint = " You are not allowed to do this."
+    elif isinstance(exc, OutcomeUnknownError):
+        hint = " It may have been applied anyway: check before repeating it."
     elif status == 429 or exc.retryable:
         hint = " Try again later."
     return f"Error executing {tool_name}: the platform refused the request ({what}){detail}.{hint}"

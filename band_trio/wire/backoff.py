@@ -13,7 +13,9 @@ Two policies, as in the official client:
   rapid-drop floors (2, 10, 60, 90 … 300 s, jittered with the delay), hold-down
   jitter after 3 rapid drops, suppression after 10 rapid drops inside 60 s,
   close-code classification (1008 terminal; 1012 and 1013 have their own
-  floors) and a 403 upgrade refusal is terminal.
+  floors) and a 403 upgrade refusal is terminal. A connection the client
+  closed itself while the platform was alive (repeated malformed frames) is
+  not counted as a rapid drop (:meth:`ReconnectPolicy.closed_locally`).
 
 Neither reads a clock nor a global random source: the caller passes ``now``
 and may inject ``random`` (a function returning a float in ``[0, 1)``), so
@@ -310,6 +312,30 @@ class ReconnectPolicy:
             extra = 30.0 + 30.0 * _check_random(self._random())
             return RetryDecision.retry(max(decision.delay, extra))
         return decision
+
+    def closed_locally(self, now: float, *, uptime: float) -> RetryDecision:
+        """We closed an established connection on purpose; the platform did not drop it.
+
+        For a socket the link gave up on while the platform was demonstrably
+        alive (it kept sending frames, but malformed ones). This is not a
+        rapid drop: no floor, no hold-down jitter, never suppressed, so one
+        burst of garbage costs a reconnect of about ``base`` seconds. The
+        attempt counter still grows (a stable connection resets it), so a
+        platform that keeps sending garbage is retried with capped exponential
+        backoff rather than in a tight loop.
+
+        Args:
+            now: the current time.
+            uptime: how long the connection was up.
+        """
+        del now  # the rapid-drop window is not consulted
+        if uptime >= self.stable_after:
+            self._attempt = 0
+            self._rapid.clear()
+        d = min(self.cap, self.base * self.factor**self._attempt)
+        self._attempt += 1
+        r = _check_random(self._random())
+        return RetryDecision.retry(d * (0.5 + 0.5 * r))
 
     def connect_failed(
         self, now: float, *, status: int | None = None, retry_after: float | None = None

@@ -89,8 +89,10 @@ def decode_frame(text: str | bytes) -> Frame:
 
     Raises:
         FrameError: not JSON, not a 5-element array, a ref that is neither a
-            string, a number nor null, or an empty/non-string topic or event.
-            This is fatal for the connection (protocol, "Phoenix Channels v2 framing").
+            string, a number nor null, or an empty/non-string topic or event
+            (protocol, "Phoenix Channels v2 framing"). The link skips such a
+            frame; only a burst of them closes the socket
+            (``LinkConfig.malformed_frame_limit``).
     """
     try:
         data = _loads(text if isinstance(text, str) else text.decode("utf-8"))
@@ -451,7 +453,8 @@ class PhoenixProtocol:
             now: the current time (a heartbeat ack pushes the dead deadline back).
 
         Raises:
-            FrameError: the message is not a valid v2 frame (fatal for the socket).
+            FrameError: the message is not a valid v2 frame; nothing changed
+                (the frame can be skipped).
         """
         return list(self._route(decode_frame(text), now))
 

@@ -11,17 +11,21 @@ with the number of seconds to wait before the next attempt, or ``None`` for
 
 The rules (protocol, "Conventions"; improved where the official client is unsafe):
 
-* 429 and 503 mean "the platform did not do it, come back later": retried for
-  every request, waiting what ``Retry-After`` (seconds, or an HTTP date;
-  ``retry-after-ms`` also understood) or ``X-RateLimit-Reset`` (epoch seconds)
-  asks, capped, plus 0–20 % jitter so a crowd of clients does not return in
-  lockstep; otherwise exponential backoff.
-* 408 and any other 5xx are *ambiguous*: the write may have happened. Retried
-  only for idempotent requests.
+* 429 means "the platform did not do it, come back later", and so does a 503
+  that says when to come back (``Retry-After``, or ``retry-after-ms``): both
+  are retried for every request, waiting what the header (or
+  ``X-RateLimit-Reset``, epoch seconds) asks, capped, plus 0–20 % jitter so a
+  crowd of clients does not return in lockstep; otherwise exponential backoff.
+* 408, a 503 without ``Retry-After`` and every other 5xx are *ambiguous*: a
+  gateway answers that way when the platform committed the write but its
+  answer was lost. They are retried only for idempotent requests; for any
+  other request the outcome is unknown (:func:`status_leaves_outcome_unknown`)
+  and the caller must check before sending it again.
 * A transport failure before the request left (could not connect, no pooled
   connection free in time) is safe to retry for every request; any other
-  transport failure is ambiguous and retried only for idempotent requests. A
-  non-idempotent write is therefore never sent twice by us.
+  transport failure (a timeout, a reset after sending) is ambiguous and retried
+  only for idempotent requests. A non-idempotent write is therefore never sent
+  twice by us.
 * Everything else (4xx) is final — including 409, which the official
   generated client retries although it can repeat a committed write.
 """
@@ -39,10 +43,13 @@ __all__ = [
     "RetryPolicy",
     "parse_retry_after",
     "server_requested_delay",
+    "status_leaves_outcome_unknown",
+    "status_proves_nothing_done",
 ]
 
-ALWAYS_RETRIED_STATUSES = frozenset({429, 503})
-"""Statuses that prove the platform did not act: safe to retry any request."""
+ALWAYS_RETRIED_STATUSES = frozenset({429})
+"""Statuses that prove the platform did not act whatever their headers: safe
+to retry any request (a 503 is only when it carries ``Retry-After``)."""
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -119,6 +126,41 @@ def server_requested_delay(headers: Mapping[str, str], *, now: float) -> float |
     return at - now
 
 
+def status_proves_nothing_done(status: int, headers: Mapping[str, str], *, now: float) -> bool:
+    """Whether an error status proves the platform did not act on the request.
+
+    True for 429, and for a 503 that says when to come back (``Retry-After``
+    or ``retry-after-ms``): the platform refused the work before doing it.
+    A bare 503 is not proof: a gateway in front of the platform answers 503
+    when the platform is slow or its answer is lost, whatever it did.
+
+    Args:
+        status: the HTTP status received.
+        headers: the response headers (any case).
+        now: the current wall-clock time (epoch seconds), for an HTTP date.
+    """
+    if status in ALWAYS_RETRIED_STATUSES:
+        return True
+    return status == 503 and parse_retry_after(headers, now=now) is not None
+
+
+def status_leaves_outcome_unknown(status: int, headers: Mapping[str, str], *, now: float) -> bool:
+    """Whether an error status may hide a write the platform committed.
+
+    True for 408 and every 5xx except a 503 with ``Retry-After``; False for
+    2xx, 4xx other than 408, and the statuses of
+    :func:`status_proves_nothing_done`.
+
+    Args:
+        status: the HTTP status received.
+        headers: the response headers (any case).
+        now: the current wall-clock time (epoch seconds), for an HTTP date.
+    """
+    if status_proves_nothing_done(status, headers, now=now):
+        return False
+    return status == 408 or status >= 500
+
+
 def _non_negative(_: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not (math.isfinite(value) and value >= 0):
         raise ValueError(f"{attribute.name} must be a finite number >= 0, got {value!r}")
@@ -177,9 +219,9 @@ class RetryPolicy:
         """
         if attempt >= self.max_retries:
             return None
-        if status in ALWAYS_RETRIED_STATUSES:
+        if status_proves_nothing_done(status, headers, now=now):
             pass
-        elif status == 408 or status >= 500:
+        elif status_leaves_outcome_unknown(status, headers, now=now):
             if not idempotent:
                 return None
         else:

@@ -79,7 +79,7 @@ async def lookup(
 ) -> str | None:
     config = RestConfig(retry=RetryPolicy(max_retries=0))
     async with RestClient(
-        base_url="http://band.test", api_key="k", config=config, transport=transport
+        base_url="https://band.test", api_key="k", config=config, transport=transport
     ) as rest:
         with trio.fail_after(5):
             return await find_landed_reply(

@@ -134,7 +134,7 @@ def platform() -> ScriptedPlatform:
 @pytest.fixture
 async def rest(platform: ScriptedPlatform) -> AsyncIterator[RestClient]:
     client = RestClient(
-        base_url="http://band.test",
+        base_url="https://band.test",
         api_key=API_KEY,
         transport=httpx.MockTransport(platform.handler),
     )

@@ -437,7 +437,7 @@ async def test_nothing_escapes_execute_tool_call(
 
     hooks = RecordingHooks()
     async with RestClient(
-        base_url="http://band.test", api_key=API_KEY, transport=httpx.MockTransport(handler)
+        base_url="https://band.test", api_key=API_KEY, transport=httpx.MockTransport(handler)
     ) as rest:
         tools = AgentTools(
             rest=rest, room_id=ROOM, agent_id=AGENT_ID, participants=ROSTER, hooks=hooks

@@ -186,6 +186,10 @@ class FastReconnect(ReconnectPolicy):
         d = super().connect_failed(now, status=status, retry_after=retry_after)
         return d if d.give_up else RetryDecision.retry(0.01)
 
+    def closed_locally(self, now: float, *, uptime: float) -> RetryDecision:
+        super().closed_locally(now, uptime=uptime)
+        return RetryDecision.retry(0.01)
+
 
 class FastFirst(FirstConnectPolicy):
     def failure(

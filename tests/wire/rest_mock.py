@@ -13,7 +13,7 @@ from band_trio.wire.rest import RestClient, RestConfig
 from band_trio.wire.retry import RetryPolicy
 
 API_KEY = "bk_live_super_secret_key_123"
-BASE = "http://band.test"
+BASE = "https://band.test"
 
 Responder = Callable[[httpx.Request], Awaitable[httpx.Response] | httpx.Response]
 

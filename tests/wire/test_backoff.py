@@ -300,3 +300,25 @@ def test_first_connect_delay_bounds(steps: list[tuple[float, float, float | None
         if retry_after:
             assert decision.delay >= retry_after
         now += decision.delay
+
+
+def test_a_local_close_is_never_a_rapid_drop() -> None:
+    policy = ReconnectPolicy(random=const(1.0))
+    # Twelve closes of sockets that lived no time at all: never suppressed,
+    # no floors, the plain exponential delay capped at 30 s.
+    delays = [policy.closed_locally(float(i), uptime=0.0).delay for i in range(12)]
+    assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0] + [30.0] * 6
+    assert policy.rapid_drops == 0
+    # A drop by the platform afterwards still counts as its first rapid drop.
+    assert policy.connection_lost(20.0, uptime=0.1).delay == 30.0
+    assert policy.rapid_drops == 1
+
+
+def test_a_local_close_after_a_stable_connection_starts_over() -> None:
+    policy = ReconnectPolicy(random=const(0.0))
+    for i in range(3):
+        policy.connection_lost(float(i), uptime=0.1)
+    assert policy.rapid_drops == 3
+    decision = policy.closed_locally(100.0, uptime=60.0)
+    assert decision.delay == 0.25
+    assert (policy.attempt, policy.rapid_drops) == (1, 0)

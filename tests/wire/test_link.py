@@ -65,6 +65,10 @@ def test_bad_configuration(kwargs: dict[str, Any]) -> None:
         {"close_timeout": True},
         {"max_message_size": 0},
         {"event_buffer_size": 1.5},
+        {"malformed_frame_limit": 0},
+        {"malformed_frame_limit": True},
+        {"malformed_frame_window": 0.0},
+        {"malformed_frame_window": float("nan")},
     ],
 )
 def test_bad_link_config(kwargs: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ backoff policies, and every test is bounded by ``trio.fail_after``.
 
 from __future__ import annotations
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -28,6 +29,7 @@ from .phoenix_server import (
     CHAT,
     CONTROL,
     CONTROL_PUSH,
+    FAST,
     MESSAGE,
     PARTICIPANTS,
     ROOMS,
@@ -264,12 +266,17 @@ async def test_oversize_frame_is_refused_and_the_link_reconnects(server: FakePho
 
 
 @pytest.mark.parametrize("bad", ["not json", '["1", null, "t"]', '[null, null, "", "e", {}]'])
-async def test_malformed_frame_forces_a_reconnect(server: FakePhoenix, bad: str) -> None:
+async def test_malformed_frames_past_the_limit_force_a_reconnect(
+    server: FakePhoenix, bad: str
+) -> None:
+    config = attrs.evolve(FAST, malformed_frame_limit=2)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            running = await start(nursery, make_link(server))
+            running = await start(nursery, make_link(server, config))
+            await server.conn.ws.send_message(bad)
             await server.conn.ws.send_message(bad)
             assert isinstance(await running.next(), LinkReconnected)
             assert server.conns[0].close_code == 1002
-            assert running.link.statistics().malformed_frames == 1
+            stats = running.link.statistics()
+            assert (stats.malformed_frames, stats.malformed_closes) == (2, 1)
             nursery.cancel_scope.cancel()

@@ -594,14 +594,14 @@ def test_encode_query_rules() -> None:
 async def test_base_url_with_a_path_prefix_is_kept() -> None:
     recorder = Recorder([ok(ME)])
     rest = RestClient(
-        base_url="http://band.test/proxy/",
+        base_url="https://band.test/proxy/",
         api_key=API_KEY,
         transport=httpx.MockTransport(recorder),
     )
     async with rest:
         await rest.get_me()
     assert raw_path_of(recorder.last) == "/proxy/api/v1/agent/me"
-    assert rest.base_url == "http://band.test/proxy"
+    assert rest.base_url == "https://band.test/proxy"
 
 
 @pytest.mark.parametrize("metadata", [{"when": object()}, {"x": float("nan")}])

@@ -387,11 +387,11 @@ async def test_report_activity_503_not_retried() -> None:
     [
         "ftp://band.test",
         "band.test",
-        "http://band.test/api/v1",
+        "https://band.test/api/v1",
         "",
         "http://",
-        "http://band.test/?api_key=x",
-        "http://band.test/#frag",
+        "https://band.test/?api_key=x",
+        "https://band.test/#frag",
     ],
 )
 def test_bad_base_url_is_a_config_error(base_url: str) -> None:
@@ -470,7 +470,7 @@ async def test_key_is_dropped_on_cross_origin_redirect() -> None:
     recorder = Recorder(
         [
             lambda r: (
-                httpx.Response(302, headers={"Location": "http://band.test/api/v1/agent/me2"})
+                httpx.Response(302, headers={"Location": "https://band.test/api/v1/agent/me2"})
                 if r.url.path.endswith("/me")
                 else (
                     httpx.Response(302, headers={"Location": "http://evil.test/steal"})

@@ -277,7 +277,7 @@ async def test_proxies_from_the_environment_are_honoured(
             rest = RestClient(
                 base_url="http://band.test",
                 api_key=API_KEY,
-                config=RestConfig(retry=RetryPolicy(max_retries=0)),
+                config=RestConfig(retry=RetryPolicy(max_retries=0), allow_insecure_transport=True),
             )
             async with rest:
                 assert not isinstance(rest._client._transport, PooledTransport)

@@ -18,6 +18,7 @@ from band_trio.errors import (
     BandTimeoutError,
     ConflictError,
     InternalServerError,
+    OutcomeUnknownError,
     RateLimitError,
     ServiceUnavailableError,
 )
@@ -58,6 +59,19 @@ WRITES: list[tuple[str, Call, Any]] = [
     ),
     ("add_contact", lambda r: r.add_contact("bob"), {"id": "c", "status": "pending"}),
     ("supersede_memory", lambda r: r.supersede_memory("mem-1"), MEMORY),
+    ("archive_memory", lambda r: r.archive_memory("mem-1"), MEMORY),
+    (
+        "remove_participant",
+        lambda r: r.remove_participant("room-1", "a"),
+        {"id": "a", "role": "member", "status": "active", "type": "Agent"},
+    ),
+    ("remove_contact", lambda r: r.remove_contact(handle="bob"), {"status": "removed"}),
+    (
+        "respond_contact_request",
+        lambda r: r.respond_contact_request("approve", handle="bob"),
+        {"id": "r", "status": "approved"},
+    ),
+    ("update_task", lambda r: r.update_task("room-1", "1", comment="c"), TASK),
 ]
 
 # Idempotent requests: retried after any retryable failure.
@@ -65,12 +79,19 @@ IDEMPOTENT: list[tuple[str, Call, Any]] = [
     ("get_chat", lambda r: r.get_chat("room-1"), ROOM),
     ("update_chat", lambda r: r.update_chat("room-1", title="t"), ROOM),
     ("set_board", lambda r: r.set_board("room-1", goal_title="g"), {"chat_room_id": "room-1"}),
-    (
-        "remove_participant",
-        lambda r: r.remove_participant("room-1", "a"),
-        {"id": "a", "role": "member", "status": "active", "type": "Agent"},
-    ),
     ("mark_processing", lambda r: r.mark_processing("room-1", "msg-1"), STATUS),
+    (
+        "upload_file",
+        lambda r: r.upload_file("room-1", b"bytes", filename="f.txt"),
+        {
+            "id": "f",
+            "name": "f.txt",
+            "content_type": "text/plain",
+            "bytes": 5,
+            "sha256": "0" * 64,
+            "has_thumb": False,
+        },
+    ),
 ]
 
 AMBIGUOUS_FAILURES = [
@@ -83,13 +104,16 @@ AMBIGUOUS_FAILURES = [
     error(502, "bad_gateway", "oops"),
     error(504, "timeout", "oops"),
     error(408, "timeout", "oops"),
+    # A 503 that does not say when to come back: what a gateway answers when
+    # the platform committed the write but the answer was lost.
+    error(503, "unavailable", "later"),
 ]
 SAFE_FAILURES = [
     httpx.ConnectError("refused"),
     httpx.ConnectTimeout("connect timed out"),
     httpx.PoolTimeout("no free connection"),
     error(429, "rate_limited", "slow down"),
-    error(503, "unavailable", "later"),
+    error(503, "unavailable", "later", headers={"Retry-After": "1"}),
 ]
 
 
@@ -107,8 +131,15 @@ async def test_write_is_never_resent_after_ambiguous_failure(
         with pytest.raises((BandConnectionError, APIStatusError)) as info:
             await call(rest)
     assert recorder.count == 1
+    error = info.value
+    assert isinstance(error, OutcomeUnknownError)
+    assert error.method == recorder.last.method
+    assert error.path == recorder.last.url.path
     if isinstance(failure, Exception):
-        assert info.value.__cause__ is failure
+        assert error.__cause__ is failure
+        assert error.status_code is None
+    else:
+        assert error.status_code == failure.status_code
 
 
 @pytest.mark.parametrize("failure", SAFE_FAILURES, ids=_name)
@@ -141,9 +172,10 @@ async def test_write_not_resent_after_attempt_timeout(autojump_clock: Any) -> No
 
     recorder = Recorder([hang, ok(SENT)])
     async with make_client(recorder, timeout=5.0) as rest:
-        with pytest.raises(BandTimeoutError):
+        with pytest.raises(BandTimeoutError) as info:
             await rest.send_message("room-1", "x", [MentionRequest(id="u")])
     assert recorder.count == 1
+    assert isinstance(info.value, OutcomeUnknownError)
 
 
 async def test_get_retried_after_attempt_timeout(autojump_clock: Any) -> None:

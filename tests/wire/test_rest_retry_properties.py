@@ -3,7 +3,10 @@
 Invariants, whatever the platform and the network do:
 
 * a non-idempotent write is sent again only after a failure that proves the
-  platform did not act (connect failure, pool timeout, 429, 503);
+  platform did not act (connect failure, pool timeout, 429, 503 with
+  ``Retry-After``); a write that ends on any other 5xx, a 408, a timeout or
+  a reset raises ``OutcomeUnknownError``;
+* per endpoint and status, a write and an idempotent request are told apart;
 * never more than ``1 + max_retries`` attempts;
 * the call ends in a model or a ``BandError`` — nothing else escapes;
 * the time spent waiting is bounded by the policy (autojump clock).
@@ -19,11 +22,12 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from band_trio.errors import BandError
+from band_trio.errors import APIStatusError, BandError, OutcomeUnknownError
 from band_trio.wire.models import MentionRequest
 from band_trio.wire.retry import RetryPolicy
 
 from .rest_mock import ROOM, Recorder, error, make_client, ok
+from .test_rest_retries import IDEMPOTENT, WRITES
 
 SAFE = "safe"
 AMBIGUOUS = "ambiguous"
@@ -33,7 +37,7 @@ _failures: list[tuple[str, Any]] = [
     (SAFE, httpx.ConnectTimeout("connect timed out")),
     (SAFE, httpx.PoolTimeout("pool")),
     (SAFE, error(429, "rate_limited", "x", headers={"Retry-After": "3"})),
-    (SAFE, error(503, "unavailable", "x")),
+    (SAFE, error(503, "unavailable", "x", headers={"Retry-After": "1"})),
     (AMBIGUOUS, httpx.ReadError("reset")),
     (AMBIGUOUS, httpx.ReadTimeout("slow")),
     (AMBIGUOUS, httpx.WriteError("pipe")),
@@ -42,6 +46,7 @@ _failures: list[tuple[str, Any]] = [
     (AMBIGUOUS, error(502, "bad_gateway", "x")),
     (AMBIGUOUS, error(504, "timeout", "x")),
     (AMBIGUOUS, error(408, "timeout", "x")),
+    (AMBIGUOUS, error(503, "unavailable", "x")),
     ("final", error(400, "bad_request", "x")),
     ("final", error(404, "not_found", "x")),
     ("final", error(409, "conflict", "x")),
@@ -93,5 +98,58 @@ def test_retry_loop_invariants(steps: list[int], idempotent: bool, max_retries: 
     assert ("result" in outcome) != ("error" in outcome)
     if "result" in outcome:
         assert attempts == len(steps) + 1
+    else:
+        last = _failures[steps[attempts - 1]][0]
+        # A write whose last answer may hide a commit says so; nothing else does.
+        unknown = not idempotent and last == AMBIGUOUS
+        assert isinstance(outcome["error"], OutcomeUnknownError) == unknown
     # Each wait is at most the 60 s cap plus jitter headroom.
     assert outcome["waited"] <= (attempts - 1) * 66.0
+
+
+ENDPOINTS = [(name, call, data, False) for name, call, data in WRITES] + [
+    (name, call, data, True) for name, call, data in IDEMPOTENT
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    endpoint=st.sampled_from(ENDPOINTS),
+    status=st.integers(400, 599),
+    retry_after=st.booleans(),
+)
+def test_each_endpoint_and_status(
+    endpoint: tuple[str, Any, Any, bool], status: int, retry_after: bool
+) -> None:
+    """One error answer, then success: retried exactly when that is safe."""
+    _name, call, data, idempotent = endpoint
+    headers = {"Retry-After": "1"} if retry_after else {}
+    outcome: dict[str, Any] = {}
+
+    async def run() -> None:
+        recorder = Recorder([error(status, "x", "y", headers=headers), ok(data)])
+        async with make_client(recorder) as rest:
+            try:
+                await call(rest)
+            except BandError as exc:
+                outcome["error"] = exc
+        outcome["attempts"] = recorder.count
+        outcome["request"] = recorder.requests[0]
+
+    trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+
+    proof = status == 429 or (status == 503 and retry_after)
+    ambiguous = not proof and (status == 408 or status >= 500)
+    retried = proof or (ambiguous and idempotent)
+    assert outcome["attempts"] == (2 if retried else 1)
+    if retried:
+        assert "error" not in outcome
+        return
+    exc = outcome["error"]
+    assert isinstance(exc, APIStatusError)
+    assert exc.status_code == status
+    assert isinstance(exc, OutcomeUnknownError) == (ambiguous and not idempotent)
+    if isinstance(exc, OutcomeUnknownError):
+        assert exc.method == outcome["request"].method
+        assert exc.path == outcome["request"].url.path
+        assert not exc.terminal or status == 408

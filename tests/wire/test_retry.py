@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from band_trio.wire.retry import RetryPolicy, parse_retry_after, server_requested_delay
+from band_trio.wire.retry import (
+    RetryPolicy,
+    parse_retry_after,
+    server_requested_delay,
+    status_leaves_outcome_unknown,
+    status_proves_nothing_done,
+)
 
 NOW = 1_800_000_000.0
 EXACT = RetryPolicy(jitter=0.0)
@@ -64,16 +70,40 @@ def _status(
     )
 
 
-@pytest.mark.parametrize("status", [429, 503])
 @pytest.mark.parametrize("idempotent", [True, False])
-def test_429_and_503_always_retried(status: int, idempotent: bool) -> None:
-    assert _status(EXACT, status, idempotent=idempotent) == 1.0
+def test_429_always_retried(idempotent: bool) -> None:
+    assert _status(EXACT, 429, idempotent=idempotent) == 1.0
 
 
-@pytest.mark.parametrize("status", [408, 500, 502, 504, 599])
+@pytest.mark.parametrize(
+    "headers", [{"Retry-After": "2"}, {"retry-after-ms": "2000"}, {"Retry-After": "0"}]
+)
+@pytest.mark.parametrize("idempotent", [True, False])
+def test_503_with_retry_after_always_retried(idempotent: bool, headers: dict[str, str]) -> None:
+    expected = 0.0 if headers.get("Retry-After") == "0" else 2.0
+    assert _status(EXACT, 503, idempotent=idempotent, headers=headers) == expected
+
+
+@pytest.mark.parametrize("status", [408, 500, 502, 503, 504, 599])
 def test_ambiguous_statuses_only_for_idempotent(status: int) -> None:
     assert _status(EXACT, status, idempotent=True) == 1.0
     assert _status(EXACT, status, idempotent=False) is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        # Not a Retry-After: a rate-limit reset time says nothing about a write.
+        {"X-RateLimit-Reset": str(NOW + 5)},
+        {"Retry-After": "soon"},
+        {"Retry-After": "-1"},
+    ],
+)
+def test_bare_503_leaves_a_write_unknown(headers: dict[str, str]) -> None:
+    assert status_leaves_outcome_unknown(503, headers, now=NOW)
+    assert not status_proves_nothing_done(503, headers, now=NOW)
+    assert _status(EXACT, 503, idempotent=False, headers=headers) is None
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 413, 416, 422, 418])
@@ -181,10 +211,35 @@ def test_status_decisions_are_safe_and_bounded(
         return
     assert attempt < policy.max_retries
     assert 0.0 <= delay <= max(policy.server_delay_cap, policy.backoff_cap)
-    # A non-idempotent request is retried only on the statuses that prove nothing happened.
+    # A non-idempotent request is retried only on the statuses that prove
+    # nothing happened: 429, or 503 saying when to come back.
     if not idempotent:
-        assert status in (429, 503)
+        assert status == 429 or (status == 503 and parse_retry_after(headers, now=NOW) is not None)
     assert status in (408, 429) or status >= 500
+
+
+@settings(max_examples=300)
+@given(
+    status=st.integers(100, 599),
+    headers=st.dictionaries(
+        st.sampled_from(["Retry-After", "retry-after-ms", "X-RateLimit-Reset", "other"]),
+        _header_values,
+        max_size=3,
+    ),
+)
+def test_every_status_is_proof_ambiguous_or_final(status: int, headers: dict[str, str]) -> None:
+    proof = status_proves_nothing_done(status, headers, now=NOW)
+    unknown = status_leaves_outcome_unknown(status, headers, now=NOW)
+    assert not (proof and unknown)
+    assert proof == (
+        status == 429 or (status == 503 and parse_retry_after(headers, now=NOW) is not None)
+    )
+    assert unknown == (not proof and (status == 408 or status >= 500))
+    # A write is retried exactly on proof; an idempotent request on either.
+    write = _status(EXACT, status, idempotent=False, headers=headers)
+    read = _status(EXACT, status, idempotent=True, headers=headers)
+    assert (write is not None) == proof
+    assert (read is not None) == (proof or unknown)
 
 
 @settings(max_examples=200)

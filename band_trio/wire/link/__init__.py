@@ -18,7 +18,11 @@ sitting unread behind the events; heartbeats keep being sent.
 
 Memory bound: ``event_buffer_size`` decoded events, plus one frame held by
 trio-websocket, plus frames of at most ``max_message_size`` (1 MiB) each;
-bigger frames make the socket close with 1009 and the link reconnect.
+bigger frames make the socket close with 1009 and the link reconnect. A frame
+that is not a Phoenix v2 frame is counted, logged and skipped; only
+``LinkConfig.malformed_frame_limit`` of them within
+``malformed_frame_window`` seconds close the socket (1002), and that
+reconnect is not held down like a flapping platform's.
 
 The API key travels only in the ``x-api-key`` header; it never appears in a
 URL, a log line, a repr or an exception.

@@ -8,6 +8,7 @@ tasks (reader, heartbeat, forwarder, channel recovery) and the waits.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final, NoReturn, cast
@@ -27,6 +28,7 @@ from band_trio.errors import (
     SupersededError,
     UpgradeRefusedError,
 )
+from band_trio.wire._key_guard import refuse_plaintext_key
 from band_trio.wire.backoff import RetryDecision
 from band_trio.wire.events import Supersede, decode_event
 from band_trio.wire.link._link_config import LinkConfig
@@ -69,12 +71,43 @@ _ON_CONFLICT_VALUES: Final = frozenset({"supersede", "reject"})
 
 
 class _SocketGone(Exception):
-    """Internal: the session's socket ended (never escapes the link)."""
+    """Internal: the session's socket ended (never escapes the link).
 
-    def __init__(self, code: int | None, why: str) -> None:
+    ``alive`` marks a close we chose while the platform was still talking
+    (malformed frames): not a drop by the platform.
+    """
+
+    def __init__(self, code: int | None, why: str, *, alive: bool = False) -> None:
         super().__init__(why)
         self.code = code
         self.why = why
+        self.alive = alive
+
+
+@attrs.define
+class _SocketEnd:
+    """How one socket ended: its uptime, close code, and whether we closed a
+    live connection ourselves."""
+
+    uptime: float
+    code: int | None
+    alive: bool = False
+
+
+class _MalformedWindow:
+    """Sans-io: malformed frames seen on one socket inside a sliding window."""
+
+    def __init__(self, limit: int, window: float) -> None:
+        self._limit = limit
+        self._window = window
+        self._seen: deque[float] = deque()
+
+    def note(self, now: float) -> bool:
+        """Record one malformed frame at ``now``; True when the limit is reached."""
+        self._seen.append(now)
+        while self._seen and now - self._seen[0] > self._window:
+            self._seen.popleft()
+        return len(self._seen) >= self._limit
 
 
 @attrs.define
@@ -156,7 +189,9 @@ class BandLink:
             ``"supersede"`` (the platform default) sends nothing.
 
     Raises:
-        BandConfigError: an empty id or key, a bad URL or ``on_conflict`` value.
+        BandConfigError: an empty id or key, a bad URL or ``on_conflict``
+            value, or a ``ws://`` URL to another machine without
+            ``config.allow_insecure_transport``.
     """
 
     def __init__(
@@ -180,6 +215,13 @@ class BandLink:
         self._api_key = api_key
         self._url_first = build_ws_url(ws_url, agent_id, on_conflict_reject=on_conflict == "reject")
         self._url_again = build_ws_url(ws_url, agent_id)
+        target = upgrade_target(self._url_again)
+        refuse_plaintext_key(
+            "wss" if target.use_ssl else "ws",
+            target.host,
+            allowed=self.config.allow_insecure_transport,
+            setting="LinkConfig.allow_insecure_transport",
+        )
         self._proto = PhoenixProtocol(
             heartbeat_interval=self.config.heartbeat_interval, dead_after=self.config.dead_after
         )
@@ -193,11 +235,12 @@ class BandLink:
         self._leave_waiters: dict[str, _Waiter] = {}
         self._stalled = False
         self._started = False
-        self._forced: tuple[int, str] | None = None
+        self._forced: tuple[int, str, bool] | None = None
         self._reconnect_floor = 0.0
         self._frames_in = 0
         self._frames_out = 0
         self._malformed = 0
+        self._malformed_closes = 0
         self._oversize = 0
         self._delivered = 0
         self._rejected = 0
@@ -248,6 +291,7 @@ class BandLink:
             dead_connections=self._dead,
             reconnects=self._reconnects,
             connect_failures=self._connect_failures,
+            malformed_closes=self._malformed_closes,
         )
 
     # ------------------------------------------------------------------ serve
@@ -329,7 +373,7 @@ class BandLink:
             error: BaseException
             started = self._started
             try:
-                uptime, code = await self._run_socket(first=not started, task_status=task_status)
+                end = await self._run_socket(first=not started, task_status=task_status)
             except SupersededError:
                 raise
             except UpgradeRefusedError as err:
@@ -361,12 +405,18 @@ class BandLink:
                 error = err
             else:
                 now = trio.current_time()
+                code = end.code
                 if not self._started:
                     # Dropped before start-up completed: still the first connect.
-                    decision = first_policy.failure(now, uptime=uptime)
+                    decision = first_policy.failure(now, uptime=end.uptime)
                     error = BandConnectionError("connection lost during start-up")
+                elif end.alive:
+                    # We closed a connection the platform kept talking on: not
+                    # a sign of a flapping platform, so no hold-down.
+                    decision = again_policy.closed_locally(now, uptime=end.uptime)
+                    error = BandConnectionError(f"connection closed by the client (code {code})")
                 else:
-                    decision = again_policy.connection_lost(now, uptime=uptime, close_code=code)
+                    decision = again_policy.connection_lost(now, uptime=end.uptime, close_code=code)
                     error = BandConnectionError(f"connection closed (code {code})")
                     if decision.give_up and decision.reason.startswith("close_"):
                         error.retryable = False
@@ -378,10 +428,8 @@ class BandLink:
             logger.info("WebSocket reconnect in %.2f s (%s)", delay, type(error).__name__)
             await trio.sleep(delay)
 
-    async def _run_socket(
-        self, *, first: bool, task_status: trio.TaskStatus[None]
-    ) -> tuple[float, int | None]:
-        """One socket's life. Returns ``(uptime, close_code)`` when the socket ends."""
+    async def _run_socket(self, *, first: bool, task_status: trio.TaskStatus[None]) -> _SocketEnd:
+        """One socket's life, until it ends."""
         target = upgrade_target(self._url_first if first else self._url_again)
         headers = [(b"x-api-key", self._api_key.encode("utf-8"))]
         opened_at = trio.current_time()
@@ -396,7 +444,8 @@ class BandLink:
                         try:
                             await self._session(ws, task_status=task_status)
                         except _SocketGone as gone:
-                            return trio.current_time() - opened_at, gone.code
+                            uptime = trio.current_time() - opened_at
+                            return _SocketEnd(uptime, gone.code, gone.alive)
                         raise AssertionError("a session ends only when its socket does")
                     finally:
                         self._end_session()
@@ -527,12 +576,12 @@ class BandLink:
         self._frames_out += 1
 
     async def _force_close(
-        self, ws: trio_websocket.WebSocketConnection, code: int, why: str
+        self, ws: trio_websocket.WebSocketConnection, code: int, why: str, *, alive: bool = False
     ) -> NoReturn:
-        self._forced = (code, why)
+        self._forced = (code, why, alive)
         with trio.move_on_after(self.config.close_timeout):
             await ws.aclose(code, why)
-        raise _SocketGone(code, why)
+        raise _SocketGone(code, why, alive=alive)
 
     async def _heartbeat(self, ws: trio_websocket.WebSocketConnection) -> NoReturn:
         proto = self._proto
@@ -565,12 +614,16 @@ class BandLink:
 
     async def _reader(self, ws: trio_websocket.WebSocketConnection) -> NoReturn:
         proto = self._proto
+        garbage = _MalformedWindow(
+            self.config.malformed_frame_limit, self.config.malformed_frame_window
+        )
         while True:
             try:
                 message = await ws.get_message()
             except trio_websocket.ConnectionClosed as exc:
                 if self._forced is not None:
-                    raise _SocketGone(*self._forced) from None
+                    forced_code, why, alive = self._forced
+                    raise _SocketGone(forced_code, why, alive=alive) from None
                 code = exc.reason.code if exc.reason is not None else None
                 if code == 1009:
                     self._oversize += 1
@@ -579,12 +632,27 @@ class BandLink:
                     )
                 raise _SocketGone(code, "socket closed") from None
             self._frames_in += 1
+            now = trio.current_time()
             try:
-                happened = proto.receive_frame(message, trio.current_time())
+                happened = proto.receive_frame(message, now)
             except FrameError as exc:
+                # One bad frame costs that frame, not the connection: the
+                # state of every channel is unchanged by it. Only a burst
+                # means the stream is beyond repair.
                 self._malformed += 1
-                logger.warning("malformed frame (%s); reconnecting", exc)
-                await self._force_close(ws, MALFORMED_CLOSE_CODE, "malformed frame")
+                if garbage.note(now):
+                    self._malformed_closes += 1
+                    logger.warning(
+                        "%d malformed frames within %.0f s (last: %s); reconnecting",
+                        self.config.malformed_frame_limit,
+                        self.config.malformed_frame_window,
+                        exc,
+                    )
+                    await self._force_close(
+                        ws, MALFORMED_CLOSE_CODE, "malformed frames", alive=True
+                    )
+                logger.warning("skipped a malformed frame (%s)", exc)
+                continue
             for item in happened:
                 await self._handle(ws, item)
 

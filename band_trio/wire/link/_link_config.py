@@ -29,6 +29,15 @@ class LinkConfig:
         connect_timeout: seconds for the TCP connect plus the upgrade handshake.
         close_timeout: seconds to wait for the closing handshake.
         max_message_size: largest incoming message accepted (bigger: close 1009).
+        malformed_frame_limit: a frame that is not a Phoenix v2 frame (not
+            JSON, not a 5-element array, a bad topic, event or ref) is counted,
+            logged and skipped; when this many arrive on one socket within
+            ``malformed_frame_window`` seconds the socket is closed (1002) and
+            the link reconnects. Once the link has started, that reconnect
+            is not held down as a flapping platform's would be (see
+            :meth:`~band_trio.wire.backoff.ReconnectPolicy.closed_locally`).
+            1 closes on the first malformed frame.
+        malformed_frame_window: the window of ``malformed_frame_limit``, in seconds.
         receive_buffer_size: bytes read from the socket at a time.
         event_buffer_size: events decoded but not yet taken by the caller.
         join_agent_rooms: also join ``agent_rooms:<agent_id>`` at start-up
@@ -36,6 +45,10 @@ class LinkConfig:
         first_connect_policy: builds the backoff policy of the first connect.
         reconnect_policy: builds the backoff policy of later reconnects.
         random: jitter source for channel rejoins after ``phx_error``.
+        allow_insecure_transport: send the API key over plain ``ws://`` to a
+            host that is not this machine (a private network you trust). Off by
+            default: the link refuses such a URL, since anyone on the path
+            could read the key.
     """
 
     join_timeout: float = 10.0
@@ -45,12 +58,15 @@ class LinkConfig:
     connect_timeout: float = 10.0
     close_timeout: float = 5.0
     max_message_size: int = MIB
+    malformed_frame_limit: int = 5
+    malformed_frame_window: float = 10.0
     receive_buffer_size: int = 64 * 1024
     event_buffer_size: int = 1000
     join_agent_rooms: bool = True
     first_connect_policy: Callable[[], FirstConnectPolicy] = FirstConnectPolicy
     reconnect_policy: Callable[[], ReconnectPolicy] = ReconnectPolicy
     random: Callable[[], float] = _random.random
+    allow_insecure_transport: bool = False
 
     def __attrs_post_init__(self) -> None:
         for name in (
@@ -60,11 +76,17 @@ class LinkConfig:
             "dead_after",
             "connect_timeout",
             "close_timeout",
+            "malformed_frame_window",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise BandConfigError(f"LinkConfig.{name} must be a positive number of seconds")
-        for name in ("max_message_size", "receive_buffer_size", "event_buffer_size"):
+        for name in (
+            "max_message_size",
+            "receive_buffer_size",
+            "event_buffer_size",
+            "malformed_frame_limit",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise BandConfigError(f"LinkConfig.{name} must be a positive integer")

@@ -62,7 +62,12 @@ LinkEvent: TypeAlias = PlatformEvent | LinkReconnected | EventRejected | TopicLo
 
 @attrs.frozen
 class LinkStatistics:
-    """A snapshot of a link's counters (see :meth:`~band_trio.wire.link.BandLink.statistics`)."""
+    """A snapshot of a link's counters (see :meth:`~band_trio.wire.link.BandLink.statistics`).
+
+    ``malformed_frames`` counts frames skipped because they were not Phoenix v2
+    frames; ``malformed_closes`` the sockets closed because too many arrived
+    within ``LinkConfig.malformed_frame_window``.
+    """
 
     connected: bool
     joined_topics: tuple[str, ...]
@@ -79,3 +84,4 @@ class LinkStatistics:
     dead_connections: int
     reconnects: int
     connect_failures: int
+    malformed_closes: int = 0

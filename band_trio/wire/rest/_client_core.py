@@ -38,12 +38,20 @@ from band_trio.errors import (
     BandConnectionError,
     BandProtocolError,
     BandTimeoutError,
+    OutcomeUnknownConnectionError,
+    OutcomeUnknownTimeoutError,
     error_for_status,
+    outcome_unknown_status_class,
 )
 from band_trio.wire._converter import converter
+from band_trio.wire._key_guard import refuse_plaintext_key
 from band_trio.wire._pool import PooledTransport
 from band_trio.wire.models import CursorPage, Page, PageMeta
-from band_trio.wire.retry import RetryPolicy, server_requested_delay
+from band_trio.wire.retry import (
+    RetryPolicy,
+    server_requested_delay,
+    status_leaves_outcome_unknown,
+)
 
 __all__ = [
     "API_PREFIX",
@@ -101,6 +109,10 @@ class RestConfig:
             ``max_connections``, so a busy agent does not churn connections).
         keepalive_expiry: seconds an idle pooled connection stays open.
         user_agent: the ``User-Agent`` header.
+        allow_insecure_transport: send the API key over plain ``http://`` to a
+            host that is not this machine (a private network you trust). Off by
+            default: the client refuses such a base URL, since anyone on the
+            path could read the key.
     """
 
     timeout: float = attrs.field(default=30.0, validator=_positive)
@@ -110,6 +122,7 @@ class RestConfig:
     max_keepalive_connections: int | None = attrs.field(default=None)
     keepalive_expiry: float = attrs.field(default=30.0, validator=_positive)
     user_agent: str = attrs.field(factory=_default_user_agent)
+    allow_insecure_transport: bool = False
 
     @max_keepalive_connections.validator
     def _check_keepalive(self, attribute: attrs.Attribute[int | None], value: int | None) -> None:
@@ -197,8 +210,9 @@ class RestClientCore:
         """Create the client and its connection pool (no I/O happens here).
 
         Raises:
-            BandConfigError: an empty key, or a base URL that is not a plain
-                ``http(s)://host[:port][/prefix]``.
+            BandConfigError: an empty key, a base URL that is not a plain
+                ``http(s)://host[:port][/prefix]``, or an ``http://`` URL to
+                another machine without ``config.allow_insecure_transport``.
         """
         config = config or RestConfig()
         if not isinstance(api_key, str) or not api_key.strip():
@@ -218,6 +232,12 @@ class RestClientCore:
             raise BandConfigError(
                 f"REST base URL must not contain /api/v1 (give the site root): {base_url!r}"
             )
+        refuse_plaintext_key(
+            url.scheme,
+            url.host,
+            allowed=config.allow_insecure_transport,
+            setting="RestConfig.allow_insecure_transport",
+        )
         self._base_url = str(url).rstrip("/")
         self._origin = (url.scheme, url.host, url.port)
         self._api_key = api_key
@@ -358,7 +378,8 @@ class RestClientCore:
         if self._client.is_closed:
             raise BandConfigError("this RestClient is closed")
         if idempotent is None:
-            idempotent = method in ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
+            # A write that does not say otherwise is never repeated blindly.
+            idempotent = method in ("GET", "HEAD", "OPTIONS")
         policy = self._config.retry if retry else attrs.evolve(self._config.retry, max_retries=0)
         per_attempt = attempt_timeout if attempt_timeout is not None else self._config.timeout
         send_headers = dict(headers or {})
@@ -405,7 +426,14 @@ class RestClientCore:
                         random=self._random.random(),
                     )
                 if delay is None:
-                    error = self._transport_error(failure, method, path)
+                    # A write that may have reached the platform is not sent
+                    # again: the caller learns its outcome is unknown.
+                    unknown = (
+                        not idempotent
+                        and isinstance(failure, httpx.TransportError)
+                        and not isinstance(failure, (*_NOT_SENT, *_NEVER_TRANSIENT))
+                    )
+                    error = self._transport_error(failure, method, path, outcome_unknown=unknown)
                     if self._api_key in str(failure):
                         # A traceback prints the cause's text: never chain the key.
                         raise error from None
@@ -431,7 +459,10 @@ class RestClientCore:
                     random=self._random.random(),
                 )
                 if delay is None:
-                    raise self._status_error(response, method, path)
+                    unknown = not idempotent and status_leaves_outcome_unknown(
+                        response.status_code, response.headers, now=time.time()
+                    )
+                    raise self._status_error(response, method, path, outcome_unknown=unknown)
                 logger.warning(
                     "%s %s answered %d; retry %d in %.2f s",
                     method,
@@ -444,9 +475,16 @@ class RestClientCore:
             self._retries += 1
             await trio.sleep(delay)
 
-    def _transport_error(self, exc: httpx.HTTPError, method: str, path: str) -> Exception:
+    def _transport_error(
+        self, exc: httpx.HTTPError, method: str, path: str, *, outcome_unknown: bool = False
+    ) -> Exception:
         detail = self._redact(str(exc)) or type(exc).__name__
         text = f"{method} {path}: {type(exc).__name__}: {detail}"
+        if outcome_unknown:
+            text += " (the platform may have applied it)"
+            if isinstance(exc, httpx.TimeoutException):
+                return OutcomeUnknownTimeoutError(text, method=method, path=path)
+            return OutcomeUnknownConnectionError(text, method=method, path=path)
         if isinstance(exc, httpx.TimeoutException):
             return BandTimeoutError(text)
         if isinstance(exc, httpx.UnsupportedProtocol):
@@ -455,7 +493,9 @@ class RestClientCore:
             return BandProtocolError(text)
         return BandConnectionError(text)
 
-    def _status_error(self, response: httpx.Response, method: str, path: str) -> APIStatusError:
+    def _status_error(
+        self, response: httpx.Response, method: str, path: str, *, outcome_unknown: bool = False
+    ) -> APIStatusError:
         code = message = request_id = None
         details: Mapping[str, Any] | None = None
         try:
@@ -474,8 +514,10 @@ class RestClientCore:
         elif isinstance(payload, str):
             # A bare JSON string body (the declared 416 body of the file download).
             message = self._redact(payload)
-        return error_for_status(response.status_code)(
-            response.status_code,
+        status = response.status_code
+        cls = outcome_unknown_status_class(status) if outcome_unknown else error_for_status(status)
+        return cls(
+            status,
             code=code,
             message=message,
             request_id=request_id,

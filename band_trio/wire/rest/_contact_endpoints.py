@@ -78,9 +78,9 @@ class ContactEndpoints(RestClientCore):
         or approved when an inverse request existed)."""
         path = f"{API_PREFIX}/contacts/add"
         body = self._body(ContactAddRequest(handle=handle, message=message))
-        return self._one(
-            await self._request("POST", path, body=body), ContactAddResult, "POST", path
-        )
+        # Not idempotent: a repeat sends the request again or meets a 409.
+        response = await self._request("POST", path, body=body, idempotent=False)
+        return self._one(response, ContactAddResult, "POST", path)
 
     async def remove_contact(
         self, *, contact_id: str | None = None, handle: str | None = None
@@ -94,9 +94,10 @@ class ContactEndpoints(RestClientCore):
             raise BandConfigError("remove_contact needs contact_id or handle")
         path = f"{API_PREFIX}/contacts/remove"
         body = self._body(ContactRemoveRequest(contact_id=contact_id, handle=handle))
-        return self._one(
-            await self._request("POST", path, body=body), ContactRemoveResult, "POST", path
-        )
+        # Not idempotent: a repeat after a removal that landed answers 404,
+        # reporting a success as a failure.
+        response = await self._request("POST", path, body=body, idempotent=False)
+        return self._one(response, ContactRemoveResult, "POST", path)
 
     async def list_contact_requests(
         self,
@@ -146,6 +147,6 @@ class ContactEndpoints(RestClientCore):
         body = self._body(
             ContactRespondRequest(action=action, handle=handle, request_id=request_id)
         )
-        return self._one(
-            await self._request("POST", path, body=body), ContactResponseResult, "POST", path
-        )
+        # Not idempotent: the request is answered once; a repeat meets 404/409.
+        response = await self._request("POST", path, body=body, idempotent=False)
+        return self._one(response, ContactResponseResult, "POST", path)

@@ -34,7 +34,10 @@ class FileEndpoints(RestClientCore):
             "x-file-sha256": hashlib.sha256(data).hexdigest(),
             "Content-Type": content_type,
         }
-        response = await self._request("PUT", path, content=bytes(data), headers=headers)
+        # Idempotent: the platform dedupes identical bytes in a room to one file.
+        response = await self._request(
+            "PUT", path, content=bytes(data), headers=headers, idempotent=True
+        )
         return self._one(response, Attachment, "PUT", path)
 
     async def download_file(

@@ -27,6 +27,7 @@ class IdentityEndpoints(RestClientCore):
         """
         path = f"{API_PREFIX}/delegation/token"
         body = self._body(DelegationTokenRequest(audience=audience, message_id=message_id))
-        response = await self._request("POST", path, body=body)
+        # Not idempotent: every exchange mints a token and spends the rate limit.
+        response = await self._request("POST", path, body=body, idempotent=False)
         payload = self._json(response, "POST", path)
         return self._structure(payload, DelegationToken, "POST", path)

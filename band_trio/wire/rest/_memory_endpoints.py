@@ -134,7 +134,10 @@ class MemoryEndpoints(RestClientCore):
             metadata=metadata,
         )
         path = f"{API_PREFIX}/memories"
-        response = await self._request("POST", path, body={"memory": self._body(request)})
+        # Not idempotent: a repeat stores a second memory.
+        response = await self._request(
+            "POST", path, body={"memory": self._body(request)}, idempotent=False
+        )
         return self._one(response, AgentMemory, "POST", path)
 
     async def get_memory(self, memory_id: str) -> AgentMemory:
@@ -145,9 +148,15 @@ class MemoryEndpoints(RestClientCore):
     async def supersede_memory(self, memory_id: str) -> AgentMemory:
         """``POST /agent/memories/{id}/supersede`` — soft delete (source agent only)."""
         path = f"{API_PREFIX}/memories/{path_segment(memory_id)}/supersede"
-        return self._one(await self._request("POST", path), AgentMemory, "POST", path)
+        # Not repeated blindly: a person may restore the memory meanwhile, and
+        # a repeat would undo that.
+        response = await self._request("POST", path, idempotent=False)
+        return self._one(response, AgentMemory, "POST", path)
 
     async def archive_memory(self, memory_id: str) -> AgentMemory:
         """``POST /agent/memories/{id}/archive`` — hide (source agent only)."""
         path = f"{API_PREFIX}/memories/{path_segment(memory_id)}/archive"
-        return self._one(await self._request("POST", path), AgentMemory, "POST", path)
+        # Not repeated blindly: a person may restore the memory meanwhile, and
+        # a repeat would undo that.
+        response = await self._request("POST", path, idempotent=False)
+        return self._one(response, AgentMemory, "POST", path)

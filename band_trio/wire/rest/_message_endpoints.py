@@ -92,7 +92,9 @@ class MessageEndpoints(RestClientCore):
     ) -> MessageSent:
         """``POST /agent/chats/{id}/messages`` — send a text message.
 
-        Never re-sent after an ambiguous failure (the message may exist).
+        Never re-sent after an ambiguous failure (the message may exist): a
+        5xx (a 503 without ``Retry-After`` included), a 408, a timeout or a
+        connection lost after sending raises :class:`~band_trio.errors.OutcomeUnknownError`.
 
         Args:
             chat_id: the room.
@@ -103,6 +105,7 @@ class MessageEndpoints(RestClientCore):
         Raises:
             RoomExecutionStoppedError: the room's agent execution is stopped.
             UnprocessableEntityError: e.g. ``mentioned_participant_not_in_room``.
+            OutcomeUnknownError: the message may have been posted anyway.
         """
         path = f"{API_PREFIX}/chats/{path_segment(chat_id)}/messages"
         request = ChatMessageRequest(
@@ -112,7 +115,11 @@ class MessageEndpoints(RestClientCore):
         )
         body = {"message": self._body(request)}
         try:
-            response = await self._request("POST", path, body=body)
+            # Not idempotent: a repeat posts the message twice (the platform
+            # has no idempotency key). An ambiguous failure raises
+            # OutcomeUnknownError; the caller looks for the post before
+            # sending it again.
+            response = await self._request("POST", path, body=body, idempotent=False)
         except PermissionDeniedError as exc:
             raise self._maybe_stopped(exc, chat_id) from exc
         return self._one(response, MessageSent, "POST", path)
@@ -163,7 +170,13 @@ class MessageEndpoints(RestClientCore):
     async def mark_processed(self, chat_id: str, message_id: str) -> MessageStatus:
         """``POST .../messages/{id}/processed`` — complete the current attempt.
 
+        Not repeated after an ambiguous failure: once it landed the attempt is
+        over, and a repeat is refused (422, no active attempt) — a success
+        reported as a failure. The runtime keeps such a mark pending and settles
+        it itself.
+
         Raises:
+            OutcomeUnknownError: the mark may have landed anyway.
             RoomExecutionStoppedError: HTTP 204, the room's execution is stopped.
             UnprocessableEntityError: no active attempt (``details["/processing_attempt"]``).
             NotFoundError: the message is gone or not in this room.
@@ -173,7 +186,11 @@ class MessageEndpoints(RestClientCore):
     async def mark_failed(self, chat_id: str, message_id: str, error: str) -> MessageStatus:
         """``POST .../messages/{id}/failed`` — close the current attempt as failed.
 
+        Not repeated after an ambiguous failure, for the reason given in
+        :meth:`mark_processed`.
+
         Raises:
+            OutcomeUnknownError: the mark may have landed anyway.
             RoomExecutionStoppedError: HTTP 204, the room's execution is stopped.
             UnprocessableEntityError: no active attempt.
             NotFoundError: the message is gone or not in this room.
@@ -198,11 +215,15 @@ class MessageEndpoints(RestClientCore):
 
         Raises:
             RoomExecutionStoppedError: the room's agent execution is stopped.
+            OutcomeUnknownError: the event may have been posted anyway.
         """
         path = f"{API_PREFIX}/chats/{path_segment(chat_id)}/events"
         request = ChatEventRequest(content=content, message_type=message_type, metadata=metadata)
         try:
-            response = await self._request("POST", path, body={"event": self._body(request)})
+            # Not idempotent: a repeat posts the event twice.
+            response = await self._request(
+                "POST", path, body={"event": self._body(request)}, idempotent=False
+            )
         except PermissionDeniedError as exc:
             raise self._maybe_stopped(exc, chat_id) from exc
         return self._one(response, EventCreated, "POST", path)
@@ -247,6 +268,13 @@ class MessageEndpoints(RestClientCore):
         path = f"{API_PREFIX}/chats/{path_segment(chat_id)}/activity"
         body = self._body(ActivityRequest(working=working, activity=activity))
         response = await self._request(
-            "POST", path, body=body, attempt_timeout=self._config.activity_timeout, retry=False
+            "POST",
+            path,
+            body=body,
+            attempt_timeout=self._config.activity_timeout,
+            retry=False,
+            # Idempotent (it sets a state), though never retried: a late
+            # report is worthless.
+            idempotent=True,
         )
         return self._one(response, ActivityState, "POST", path).working

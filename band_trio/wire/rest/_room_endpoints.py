@@ -60,7 +60,9 @@ class RoomEndpoints(RestClientCore):
         after an ambiguous failure)."""
         path = f"{API_PREFIX}/chats"
         body = {"chat": self._body(ChatRoomRequest(title=title, task_id=task_id))}
-        return self._one(await self._request("POST", path, body=body), ChatRoom, "POST", path)
+        # Not idempotent: a repeat creates a second room.
+        response = await self._request("POST", path, body=body, idempotent=False)
+        return self._one(response, ChatRoom, "POST", path)
 
     async def get_chat(self, chat_id: str) -> ChatRoom:
         """``GET /agent/chats/{id}`` — one room this agent participates in."""
@@ -92,10 +94,15 @@ class RoomEndpoints(RestClientCore):
         body = {
             "participant": self._body(ParticipantRequest(participant_id=participant_id, role=role))
         }
-        response = await self._request("POST", path, body=body)
+        # Not idempotent: a repeat after an add that landed is refused (already
+        # a participant), reporting a success as a failure.
+        response = await self._request("POST", path, body=body, idempotent=False)
         return self._one(response, ChatParticipant, "POST", path)
 
     async def remove_participant(self, chat_id: str, participant_id: str) -> ChatParticipant:
         """``DELETE /agent/chats/{id}/participants/{pid}`` — returns the removed participant."""
         path = f"{API_PREFIX}/chats/{path_segment(chat_id)}/participants/{path_segment(participant_id)}"
-        return self._one(await self._request("DELETE", path), ChatParticipant, "DELETE", path)
+        # Not idempotent: a repeat after a removal that landed answers 404,
+        # and would remove the participant again if someone re-added them.
+        response = await self._request("DELETE", path, idempotent=False)
+        return self._one(response, ChatParticipant, "DELETE", path)

@@ -62,7 +62,8 @@ class TaskEndpoints(RestClientCore):
             detail=detail,
             supersedes_id=supersedes_id,
         )
-        response = await self._request("POST", path, body=self._body(request))
+        # Not idempotent: a repeat creates a second task.
+        response = await self._request("POST", path, body=self._body(request), idempotent=False)
         return self._one(response, Task, "POST", path)
 
     async def get_task(
@@ -104,7 +105,10 @@ class TaskEndpoints(RestClientCore):
         if not body:
             raise BandConfigError("update_task needs at least one field to change")
         path = f"{API_PREFIX}/chats/{path_segment(chat_id)}/tasks/{path_segment(task_id)}"
-        return self._one(await self._request("POST", path, body=body), Task, "POST", path)
+        # Not idempotent: a comment is appended again, and every update adds
+        # an entry to the task's history.
+        response = await self._request("POST", path, body=body, idempotent=False)
+        return self._one(response, Task, "POST", path)
 
     async def get_task_history(
         self,
@@ -133,4 +137,6 @@ class TaskEndpoints(RestClientCore):
         """``PUT /agent/chats/{id}/board`` — upsert the goal title and/or summary."""
         path = f"{API_PREFIX}/chats/{path_segment(chat_id)}/board"
         body = self._body(BoardUpdateRequest(goal_title=goal_title, goal_summary=goal_summary))
-        return self._one(await self._request("PUT", path, body=body), Board, "PUT", path)
+        # Idempotent: an upsert of the goal fields.
+        response = await self._request("PUT", path, body=body, idempotent=True)
+        return self._one(response, Board, "PUT", path)
