@@ -310,9 +310,8 @@ class StateFile:
             ):
                 loaded = state.rooms.get(room_id)
                 if loaded is not None:
-                    stored: StoredFile = _converter.structure(
-                        {**json.loads(body), "data": bytes(data)}, StoredFile
-                    )
+                    # plain strings but for the bytes, kept in their own column
+                    stored = StoredFile(**json.loads(body), data=bytes(data))
                     loaded.files[stored.id] = stored
                     self._file_ids.add(stored.id)
             for seq, body in db.execute("SELECT seq, body FROM memories ORDER BY seq"):
