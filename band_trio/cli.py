@@ -81,6 +81,7 @@ def _add_platform(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _platform_info(platform: object, env_files: Sequence[str] = ()) -> dict[str, object]:
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import LocalPlatform
 
     assert isinstance(platform, LocalPlatform)
@@ -170,6 +171,7 @@ def _write_env_file(path: str, settings: dict[str, str]) -> None:
 async def _serve_platform(
     args: argparse.Namespace, platform: object, targets: Sequence[object]
 ) -> None:
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import AgentCredentials, LocalPlatform
 
     assert isinstance(platform, LocalPlatform)
@@ -191,11 +193,12 @@ async def _serve_platform(
 def _require_local() -> None:
     """Import the local platform now, outside Trio, so that a missing ``local``
     extra is one plain :class:`MissingExtraError` (reported by :func:`main`)."""
-    import band_trio.local  # noqa: F401
+    import band_trio.local  # noqa: F401 - lazy: the optional `local` extra
 
 
 def _run_platform(args: argparse.Namespace) -> int:
     _require_local()
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import LocalPlatform
 
     try:

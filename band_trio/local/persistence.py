@@ -153,11 +153,11 @@ def _acquire_lock(lock_path: Path) -> IO[bytes]:
     )
     try:
         if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-            import msvcrt
+            import msvcrt  # exists on Windows only
 
             msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
         else:
-            import fcntl
+            import fcntl  # exists on POSIX only
 
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -248,11 +248,6 @@ class StateFile:
             self._db.close()
             self._lock.close()
             self._lock = None
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._lock is None
 
     # ------------------------------------------------------------------ settings
 

@@ -250,6 +250,12 @@ def test_an_unknown_state_version_is_refused(tmp_path: Path) -> None:
         LocalPlatform(state_dir=tmp_path)
 
 
+def test_a_file_that_is_not_a_state_is_refused(tmp_path: Path) -> None:
+    (tmp_path / STATE_FILE_NAME).write_bytes(b"not a database, just some bytes" * 64)
+    with pytest.raises(BandConfigError, match="not a usable local platform state file"):
+        LocalPlatform(state_dir=tmp_path)
+
+
 async def test_a_failed_write_is_counted_and_written_by_the_next_save(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
