@@ -15,7 +15,10 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
+# Frames of this checkout are shown relative to its root, wherever it lives.
+REPO_ROOT = str(Path(__file__).resolve().parent.parent) + "/"
 FRAME_RE = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
 
@@ -59,7 +62,7 @@ def describe(frame: str) -> tuple[str, str]:
     if not match:
         return frame, ""
     file = match.group("file")
-    short = file.split("site-packages/", 1)[-1].replace("/work/main/", "")
+    short = file.split("site-packages/", 1)[-1].replace(REPO_ROOT, "")
     return f"{match.group('func')} ({short})", file
 
 

@@ -4,6 +4,8 @@ connection settings (:class:`AgentSettings`).
 Both are frozen and validated when built, so a bad value fails at construction
 with a :class:`~band_trio.errors.BandConfigError` naming the setting, never
 later inside a running room.
+
+Reference: docs/reference/official-runtime.rst, docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
@@ -282,7 +284,7 @@ class AgentConfig:
         Explicit keyword arguments win; empty variables are ignored; names match
         case-insensitively. Unlike the official SDK, unprefixed names (such as
         ``MAX_ATTEMPTS``) are never read, so unrelated settings of the host
-        process cannot collide (reference runtime.md §9 item 15).
+        process cannot collide (official runtime, "Weak spots" 15).
 
         Values: integers and numbers as usual; booleans as
         ``1/true/yes/on`` or ``0/false/no/off``; ``none`` for an optional
@@ -450,7 +452,7 @@ def _check_url(url: str, *, schemes: tuple[str, ...], source: str) -> str:
 
 
 def derive_ws_url(rest_url: str) -> str:
-    """The WebSocket URL that goes with a REST origin (protocol.md §1.1).
+    """The WebSocket URL that goes with a REST origin (protocol, "URL").
 
     Same host and port; ``http`` becomes ``ws`` and ``https`` becomes ``wss``;
     the path is the platform's socket path.

@@ -1,4 +1,5 @@
-"""``agent.control`` signals: interrupt, stop and play (protocol.md §3.3, §5.6).
+"""``agent.control`` signals: interrupt, stop and play (protocol,
+"agent.control"; "Stopped executions").
 
 Signals are applied by the dispatcher the moment they arrive, in arrival order,
 outside every room's inbox, so they pre-empt a turn in flight. Applying one never
@@ -20,6 +21,8 @@ re-sent after the room is served still applies.
 An ``interrupt`` or ``stop`` that reaches a room also calls ``notify(room_id,
 mode)`` once for that room (the engine queues the adapter's optional
 ``on_interrupt`` hook there; it never runs here).
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations

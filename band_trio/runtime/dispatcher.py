@@ -5,8 +5,10 @@ signals, reconnects); room events go to that room's bounded inbox with
 ``send_nowait`` (a full inbox marks the room for resync, see
 :mod:`band_trio.runtime.room`). Anything slow (joining rooms, listing rooms after
 a reconnect) is started as a task in the engine's nursery, so one slow room or a
-slow REST call never stalls intake for the others (reference runtime.md §9
-item 4).
+slow REST call never stalls intake for the others (official runtime, "Weak
+spots" 4).
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ them to :class:`~band_trio.adapter.HistoryItem`.
 
 **What differs from the official SDK.** The official runtime reads only the
 *first* (oldest) page of the context endpoint, so in long rooms the model
-never sees recent turns (reference runtime.md §9.3), and it gives role
-``assistant`` to *every* agent's message (§9.19). Here the adapter gets the
+never sees recent turns (official runtime, "Weak spots" 3), and it gives role
+``assistant`` to *every* agent's message ("Weak spots" 19). Here the adapter gets the
 *newest* ``max_history_messages`` messages strictly before the trigger, oldest
 first, and role ``assistant`` only for this agent's own messages; other
 agents' messages are ``user`` items whose ``sender_name`` says who spoke.
@@ -32,6 +32,8 @@ may instead fetch pages newest first by number and call
 which reads only the pages it needs.
 
 A failed load yields an empty history (the turn goes on).
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations

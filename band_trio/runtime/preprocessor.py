@@ -2,7 +2,9 @@
 
 Sans-io and synchronous: the engine hydrates the room (roster, history) before
 calling it and passes everything in a :class:`~band_trio.adapter.TurnContext`.
-Behaviour follows reference runtime.md §3.
+Behaviour follows the official SDK's (official runtime, "Default preprocessor").
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ signals were already applied.
 Neither object reads a clock or a random source by itself: the caller passes
 ``now`` (for example ``trio.current_time()``) and may inject ``rng``, so tests
 are exact.
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ __all__ = [
 
 
 class ReconcileOutcome(enum.Enum):
-    """What one reconcile pass of a room found (reference runtime.md §2.5/§2.6)."""
+    """What one reconcile pass of a room found (official runtime,
+    "Backlog (/next) message lifecycle"; "Reconcile pass and periodic schedule")."""
 
     EMPTY = "empty"
     """``/next`` had nothing: the interval doubles (up to the maximum)."""

@@ -1,11 +1,13 @@
 """``FakeAgentTools``: an in-memory stand-in for :class:`band_trio.tools.AgentTools`
 for adapter unit tests.
 
-Unlike the official SDK's fake (tools_adapters.md §10 item 20) it is not blind:
+Unlike the official SDK's fake (tools and adapters, "Weak spots" 20) it is not blind:
 mentions resolve against the participants you give it, tool calls are validated
 against the real tool definitions, the schemas are the real schemas, and results
 and errors have the real :class:`~band_trio.tools.ToolResult` shape. Every call is
 recorded and any tool can be scripted to fail.
+
+Reference: docs/reference/tools-and-adapters.rst.
 """
 
 from __future__ import annotations

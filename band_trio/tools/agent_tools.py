@@ -15,6 +15,8 @@ against the turn's roster, the participant tools, the offered-tools gate and
 the dispatch of model tool calls. It is longer than most modules because it is
 the whole tool surface an adapter sees, each method documented where it is
 called.
+
+Reference: docs/reference/tools-and-adapters.rst.
 """
 
 from __future__ import annotations
@@ -878,7 +880,7 @@ class AgentTools:
 
         The platform tools returned are remembered as *offered*: from then on
         :meth:`execute_tool_call` refuses platform tools this object never
-        offered (the official SDK runs them anyway, tools_adapters.md §10 item 14).
+        offered (the official SDK runs them anyway: tools and adapters, "Weak spots" 14).
 
         Raises:
             ValueError: an unknown format, capability or category.

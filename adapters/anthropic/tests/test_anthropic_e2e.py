@@ -2,7 +2,10 @@
 anthropic client and a real band-trio agent running AnthropicAdapter.
 
 Only public names are used (``band_trio.open_agent``, the ``band_platform``
-fixture, ``band_trio.local.HumanClient``)."""
+fixture, ``band_trio.local.HumanClient``).
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -140,7 +143,8 @@ async def test_a_plain_text_answer_is_judged_a_missing_reply(
     anthropic_stub: AnthropicStub,
     anthropic_client: anthropic.AsyncAnthropic,
 ) -> None:
-    """§9.78 end to end: the text never reaches the room; the runtime reports it."""
+    """(tools and adapters, "Testable statements" 78) end to end: the text never
+    reaches the room; the runtime reports it."""
     anthropic_stub.push(message(text("Hello! (but not through a tool)")))
     adapter = AnthropicAdapter(client=anthropic_client)
 
@@ -160,7 +164,8 @@ async def test_a_provider_error_fails_the_message_with_one_report(
     anthropic_stub: AnthropicStub,
     anthropic_client: anthropic.AsyncAnthropic,
 ) -> None:
-    """§9.88, §5.5: one error event (the adapter's), none from the runtime."""
+    """(tools and adapters, "Testable statements" 88; "Error handling summary"): one
+    error event (the adapter's), none from the runtime."""
     anthropic_stub.push(error(529, "overloaded_error", "Overloaded"))
     adapter = AnthropicAdapter(client=anthropic_client)
 

@@ -1,4 +1,7 @@
-"""The public names of band_trio_anthropic, pinned; configuration errors."""
+"""The public names of band_trio_anthropic, pinned; configuration errors.
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -66,7 +69,7 @@ def test_the_adapter_uses_no_asyncio_and_no_private_band_trio_module() -> None:
 
 
 def test_defaults_match_the_reference() -> None:
-    """§5.1, §9.59, §9.61."""
+    """(tools and adapters, "Construction"; "Testable statements" 59, 61)."""
     adapter = AnthropicAdapter()
     assert adapter.features.emit == {Emit.TOOL_CALLS, Emit.USAGE}
     assert adapter.features.capabilities == frozenset()
@@ -92,7 +95,7 @@ def test_unsupported_emit_kinds_are_refused() -> None:
 
 
 def test_the_config_is_immutable_and_refuses_unknown_fields() -> None:
-    """§9.93."""
+    """(tools and adapters, "Testable statements" 93)."""
     config = AnthropicAdapterConfig(model="claude-x", allow_unknown_model=True)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         config.model = "other"  # type: ignore[misc]
@@ -139,7 +142,8 @@ def test_a_wrong_config_object_is_a_config_error() -> None:
 
 
 async def test_the_prompt_follows_the_config() -> None:
-    """§9.62 (the converter learns the name), §4.4 options."""
+    """(tools and adapters, "Testable statements" 62: the converter learns the name;
+    "System prompt": the options)."""
     adapter = AnthropicAdapter(
         AnthropicAdapterConfig(custom_section="Be brief.", include_base_instructions=False),
         capabilities=[Capability.CONTACTS],
