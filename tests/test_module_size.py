@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LIMIT = 800
+LIMIT = 850  # "about 800": a module past this says why
 
 # Module -> the reason it is longer, as its docstring states it.
 STATED = {

@@ -8,10 +8,9 @@ tasks (reader, heartbeat, forwarder, channel recovery) and the waits.
 from __future__ import annotations
 
 import logging
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final, NoReturn, cast
+from typing import Final, NoReturn, cast
 
 import attrs
 import trio
@@ -39,6 +38,7 @@ from band_trio.wire.link._link_records import (
     LinkStatistics,
     TopicLost,
 )
+from band_trio.wire.link._socket_support import MalformedWindow, ShieldedStarter
 from band_trio.wire.link._upgrade import (
     UpgradeTarget,
     build_ws_url,
@@ -94,58 +94,11 @@ class _SocketEnd:
     alive: bool = False
 
 
-class _MalformedWindow:
-    """Sans-io: malformed frames seen on one socket inside a sliding window."""
-
-    def __init__(self, limit: int, window: float) -> None:
-        self._limit = limit
-        self._window = window
-        self._seen: deque[float] = deque()
-
-    def note(self, now: float) -> bool:
-        """Record one malformed frame at ``now``; True when the limit is reached."""
-        self._seen.append(now)
-        while self._seen and now - self._seen[0] > self._window:
-            self._seen.popleft()
-        return len(self._seen) >= self._limit
-
-
 @attrs.define
 class _Waiter:
     join_ref: str | None
     done: trio.Event = attrs.field(factory=trio.Event)
     result: PhoenixEvent | None = None
-
-
-class _ShieldedStarter:
-    """Stands in for the nursery trio-websocket starts its reader task in.
-
-    The connection's reader runs shielded, so that when ``serve`` is cancelled
-    the closing handshake (close 1000) can still complete; the scope is
-    cancelled once we are done with the socket.
-    """
-
-    def __init__(self, nursery: trio.Nursery) -> None:
-        self._nursery = nursery
-        self.scopes: list[trio.CancelScope] = []
-        self.connections: list[trio_websocket.WebSocketConnection] = []
-
-    def start_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        scope = trio.CancelScope(shield=True)
-        self.scopes.append(scope)
-        owner = getattr(fn, "__self__", None)
-        if isinstance(owner, trio_websocket.WebSocketConnection):
-            self.connections.append(owner)
-
-        async def run() -> None:
-            with scope:
-                await fn(*args)
-
-        self._nursery.start_soon(run)
-
-    def cancel(self) -> None:
-        for scope in self.scopes:
-            scope.cancel()
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:
@@ -436,7 +389,7 @@ class BandLink:
         try:
             with _one_error():
                 async with trio.open_nursery() as conn_nursery:
-                    starter = _ShieldedStarter(conn_nursery)
+                    starter = ShieldedStarter(conn_nursery)
                     ws: trio_websocket.WebSocketConnection | None = None
                     try:
                         ws = await self._handshake(starter, target, headers)
@@ -466,7 +419,7 @@ class BandLink:
 
     async def _handshake(
         self,
-        starter: _ShieldedStarter,
+        starter: ShieldedStarter,
         target: UpgradeTarget,
         headers: list[tuple[bytes, bytes]],
     ) -> trio_websocket.WebSocketConnection:
@@ -614,7 +567,7 @@ class BandLink:
 
     async def _reader(self, ws: trio_websocket.WebSocketConnection) -> NoReturn:
         proto = self._proto
-        garbage = _MalformedWindow(
+        garbage = MalformedWindow(
             self.config.malformed_frame_limit, self.config.malformed_frame_window
         )
         while True:

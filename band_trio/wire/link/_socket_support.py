@@ -1,0 +1,66 @@
+"""Two small pieces of the link's socket handling, each independent of the link.
+
+* :class:`MalformedWindow` (sans-io) counts malformed frames on one socket in a
+  sliding window, so that one bad frame costs that frame and only repeated
+  garbage closes the socket.
+* :class:`ShieldedStarter` runs trio-websocket's reader task shielded, so a
+  closing handshake can complete while ``serve`` is being cancelled.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import trio
+import trio_websocket
+
+__all__ = ["MalformedWindow", "ShieldedStarter"]
+
+
+class MalformedWindow:
+    """Sans-io: malformed frames seen on one socket inside a sliding window."""
+
+    def __init__(self, limit: int, window: float) -> None:
+        self._limit = limit
+        self._window = window
+        self._seen: deque[float] = deque()
+
+    def note(self, now: float) -> bool:
+        """Record one malformed frame at ``now``; True when the limit is reached."""
+        self._seen.append(now)
+        while self._seen and now - self._seen[0] > self._window:
+            self._seen.popleft()
+        return len(self._seen) >= self._limit
+
+
+class ShieldedStarter:
+    """Stands in for the nursery trio-websocket starts its reader task in.
+
+    The connection's reader runs shielded, so that when ``serve`` is cancelled
+    the closing handshake (close 1000) can still complete; the scope is
+    cancelled once we are done with the socket.
+    """
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        self.scopes: list[trio.CancelScope] = []
+        self.connections: list[trio_websocket.WebSocketConnection] = []
+
+    def start_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        scope = trio.CancelScope(shield=True)
+        self.scopes.append(scope)
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, trio_websocket.WebSocketConnection):
+            self.connections.append(owner)
+
+        async def run() -> None:
+            with scope:
+                await fn(*args)
+
+        self._nursery.start_soon(run)
+
+    def cancel(self) -> None:
+        for scope in self.scopes:
+            scope.cancel()
