@@ -128,6 +128,11 @@ async function selectRoom(roomId) {
   const messages = await listAll(`/chats/${roomId}/messages`);
   if (state.roomId !== roomId) return;
   for (const message of messages) renderMessage(message);
+  // Messages the live feed brought while the list loaded are newer: keep them last.
+  const listed = new Set(messages.map((m) => m.id));
+  for (const item of [...$("messages").children]) {
+    if (!listed.has(item.dataset.id)) $("messages").append(item);
+  }
   scrollDown();
   $("message-input").focus();
 }
@@ -477,8 +482,10 @@ function follow() {
     guarded(handler)(doc.data, doc.room_id);
   });
   on("resync", async () => {
+    // Events may have been missed: list everything again.
+    const current = state.roomId;
     await loadRooms();
-    if (state.roomId) await selectRoom(state.roomId);
+    if (current && state.roomId === current) await selectRoom(current);
   });
   on("message_created", (message, roomId) => {
     if (roomId === state.roomId) {
