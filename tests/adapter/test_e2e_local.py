@@ -31,7 +31,7 @@ from band_trio import (
 from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 from band_trio.local import HumanClient, LocalPlatform
 
-from ..runtime.agent_harness import Scene, fast_config, scene, serving, wait_until
+from ..agent.harness import Scene, fast_config, scene, serving, wait_until
 
 
 class Mode(enum.Enum):

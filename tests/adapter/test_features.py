@@ -201,7 +201,7 @@ def test_emit_resolution_property(supported: frozenset[Emit], wanted: frozenset[
 def test_existing_adapters_keep_working_with_default_features() -> None:
     from band_trio.demo import EchoAdapter
 
-    from ..runtime.agent_harness import RecordingAdapter
+    from ..agent.harness import RecordingAdapter
 
     for adapter in (EchoAdapter(), RecordingAdapter()):
         assert adapter.features == AdapterFeatures()

@@ -13,8 +13,7 @@ from band_trio.errors import RoomExecutionStoppedError
 from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
 from band_trio.tools import AgentTools
 from band_trio.wire.rest import RestClient
-
-from ..tools.conftest import AGENT_ID, ROOM, ROSTER, ScriptedPlatform, error, ok
+from tests.scripted_platform import AGENT_ID, ROOM, ROSTER, ScriptedPlatform, error, ok
 
 EVENTS = rf"/chats/{ROOM}/events"
 

@@ -12,8 +12,7 @@ import trio
 from band_trio.tools import AgentTools, ToolErrorKind, ToolResult
 from band_trio.tools.definitions import TOOL_DEFINITIONS, Capability, ToolCategory
 from band_trio.wire.rest import RestClient
-
-from .conftest import AGENT_ID, ROOM, ROSTER, RecordingHooks, ScriptedPlatform, ok
+from tests.scripted_platform import AGENT_ID, ROOM, ROSTER, RecordingHooks, ScriptedPlatform, ok
 
 FILES_TOOLS = frozenset(d.name for d in TOOL_DEFINITIONS if d.capability is Capability.FILES)
 ALL_CAPABILITIES = [c.value for c in Capability]
