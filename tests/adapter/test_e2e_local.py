@@ -31,7 +31,7 @@ from band_trio import (
 from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 from band_trio.local import HumanClient, LocalPlatform
 
-from ..agent.harness import Scene, fast_config, scene, serving, wait_until
+from ..agent.harness import Scene, fast_config, scene, serving
 
 
 class Mode(enum.Enum):
@@ -119,19 +119,19 @@ async def test_tool_events_usage_and_failures_are_stored_with_exact_shapes(
             async with serving(agent):
                 # 1. a reply through a tool call, with tool events and usage
                 replied = await s.post(room_id, "hello")
-                await wait_until(lambda: s.processed(room_id, replied))
-                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 1)
+                await s.wait_for(lambda: s.processed(room_id, replied))
+                await s.wait_for(lambda: len(s.agent_events(room_id, "task")) == 1)
                 first = agent_messages(s, room_id)
                 # 2. a provider failure reported by the adapter, which then raises
                 adapter.mode = Mode.FAIL
                 failed = await s.post(room_id, "fail please")
-                await wait_until(lambda: s.status(room_id, failed) == "failed")
-                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 2)
+                await s.wait_for(lambda: s.status(room_id, failed) == "failed")
+                await s.wait_for(lambda: len(s.agent_events(room_id, "task")) == 2)
                 # 3. a failure reported, then a normal return: not a missing reply
                 adapter.mode = Mode.REPORT_ONLY
                 reported = await s.post(room_id, "report only")
-                await wait_until(lambda: s.processed(room_id, reported))
-                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 3)
+                await s.wait_for(lambda: s.processed(room_id, reported))
+                await s.wait_for(lambda: len(s.agent_events(room_id, "task")) == 3)
 
     sender = band_platform.user.id
     # -- 1: tool_call, the reply, tool_result, usage; in that order
@@ -195,9 +195,9 @@ async def test_events_alone_do_not_answer_a_message(band_platform: LocalPlatform
             adapter.mode = Mode.OBSERVE_ONLY
             async with serving(s.make_agent(adapter)):
                 mid = await s.post(room_id, "look only")
-                await wait_until(lambda: s.status(room_id, mid) == "failed")
-                await wait_until(lambda: len(s.agent_events(room_id, "error")) == 1)
-                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 1)
+                await s.wait_for(lambda: s.status(room_id, mid) == "failed")
+                await s.wait_for(lambda: len(s.agent_events(room_id, "error")) == 1)
+                await s.wait_for(lambda: len(s.agent_events(room_id, "task")) == 1)
     assert [m.message_type for m in agent_messages(s, room_id)][:2] == ["tool_call", "tool_result"]
     [error] = s.agent_events(room_id, "error")
     assert error.content == MISSING_REPLY_MESSAGE
@@ -212,7 +212,7 @@ async def test_emit_flags_off_post_no_tool_or_usage_events(band_platform: LocalP
             adapter = ScriptedLLMAdapter(emit=())
             async with serving(s.make_agent(adapter)):
                 mid = await s.post(room_id, "quiet")
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
     assert [m.message_type for m in agent_messages(s, room_id)] == ["text"]
 
 
@@ -243,7 +243,7 @@ async def test_unserved_files_are_pruned_from_features_before_on_started(
             adapter = ScriptedLLMAdapter(capabilities=[Capability.FILES, Capability.MEMORY])
             async with serving(s.make_agent(adapter)):
                 mid = await s.post(room_id, "which tools?")
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
     assert adapter.started_with == expected
     assert adapter.features.capabilities == expected
     files_on = Capability.FILES in expected

@@ -1,16 +1,22 @@
-"""Shared helpers of the engine's end-to-end tests (agent, room, control, shutdown,
-faults): a scriptable recording adapter, a human in a room, and exactly-once checks
-against the local platform's state.
+"""Helpers of the end-to-end agent tests (lifecycle, rooms, control, contacts,
+shutdown, faults): a scriptable recording adapter, a human in a room, and
+exactly-once checks against the local platform's state.
 
-Everything waits on observable state under a deadline; nothing sleeps and hopes.
+Everything waits on observable state under a deadline; nothing sleeps and hopes,
+and nothing polls: :meth:`Scene.wait_for` re-checks its predicate whenever the
+platform, one of the scene's agents or one of their adapters announces a change.
+Inside ``async with scene(...)``, every :class:`RecordingAdapter` created and
+every agent run with :func:`serving` (or made by :meth:`Scene.make_agent`) is
+watched by that scene, so a test only writes ``await s.wait_for(...)``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -26,8 +32,39 @@ from band_trio.wire.retry import RetryPolicy
 FAST_REST = RestConfig(retry=RetryPolicy(backoff_base=0.02, server_delay_cap=0.05))
 """REST retries in milliseconds instead of seconds (the policy itself is tested in tests/wire)."""
 
-POLL = 0.01
-"""How often :func:`wait_until` re-checks its condition (a real-time poll)."""
+WITHIN = 10.0
+"""The default deadline of :meth:`Scene.wait_for`, in seconds (real time: the
+tests run over loopback sockets)."""
+
+
+class Observable(Protocol):
+    """Something that wakes its waiters when its state changed: the local
+    platform, an :class:`~band_trio.agent.Agent`, a :class:`RecordingAdapter`."""
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None: ...
+
+
+async def wait_for(
+    predicate: Callable[[], bool], *sources: Observable, within: float = WITHIN
+) -> None:
+    """Wait until ``predicate()`` is true; it is re-checked whenever any of
+    ``sources`` changed (the predicate may read the state of all of them).
+
+    Raises:
+        trio.TooSlowError: it did not become true within ``within`` seconds.
+    """
+    with trio.fail_after(within):
+        await trio.lowlevel.checkpoint()
+        if predicate():
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def watch(source: Observable) -> None:
+                await source.wait_for(predicate)
+                nursery.cancel_scope.cancel()
+
+            for source in sources:
+                nursery.start_soon(watch, source)
 
 
 @attrs.define
@@ -62,6 +99,7 @@ class RecordingAdapter(SimpleAdapter[HistoryProvider]):
     def __init__(self, behaviour: Behaviour = echo) -> None:
         super().__init__()
         self.behaviour = behaviour
+        _watch_in_scene(self)
         self.calls: list[Call] = []
         self.cleanups: list[str] = []
         self.started_with: tuple[str, str] | None = None
@@ -72,6 +110,12 @@ class RecordingAdapter(SimpleAdapter[HistoryProvider]):
     def _bump(self) -> None:
         self.changed.set()
         self.changed = trio.Event()
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate()`` is true, re-checked after every call,
+        turn end and cleanup the adapter records."""
+        while not predicate():
+            await self.changed.wait()
 
     async def on_started(self, agent_name: str, agent_description: str) -> None:
         await super().on_started(agent_name, agent_description)
@@ -114,20 +158,6 @@ class RecordingAdapter(SimpleAdapter[HistoryProvider]):
         return [c.msg.content for c in self.calls if room_id is None or c.room_id == room_id]
 
 
-async def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> None:
-    """Wait (real time) until ``predicate()`` is true, re-checking every few ms.
-
-    The state polled lives in the platform, the adapter and the agent at once,
-    so no single event announces the change.
-
-    Raises:
-        trio.TooSlowError: it did not become true within ``within`` seconds.
-    """
-    with trio.fail_after(within):
-        while not predicate():  # noqa: ASYNC110 - polling state spread over three objects
-            await trio.sleep(POLL)
-
-
 _tokens = itertools.count(1)
 
 
@@ -145,6 +175,25 @@ class Scene:
     agent_id: str
     agent_key: str
     agent_handle: str
+    watched: list[Observable] = attrs.Factory(list)
+    """What :meth:`wait_for` wakes on besides the platform (agents and adapters
+    made by :meth:`make_agent`, and whatever :meth:`watch` added)."""
+
+    def watch(self, *sources: Any) -> None:
+        """Also wake :meth:`wait_for` on changes of ``sources`` (agents, recording
+        adapters); anything without a ``wait_for`` is ignored."""
+        for source in sources:
+            if callable(getattr(source, "wait_for", None)) and source not in self.watched:
+                self.watched.append(source)
+
+    async def wait_for(self, predicate: Callable[[], bool], *, within: float = WITHIN) -> None:
+        """Wait until ``predicate()`` is true, re-checked on every change of the
+        platform and of every watched agent and adapter.
+
+        Raises:
+            trio.TooSlowError: it did not become true within ``within`` seconds.
+        """
+        await wait_for(predicate, self.platform, *self.watched, within=within)
 
     def make_agent(
         self,
@@ -166,7 +215,9 @@ class Scene:
         runtime = PlatformRuntime(
             settings, config if config is not None else fast_config(), rest_options=options
         )
-        return Agent(runtime, adapter, contact_config=contact_config, handle_signals=False)
+        agent = Agent(runtime, adapter, contact_config=contact_config, handle_signals=False)
+        self.watch(agent, adapter)
+        return agent
 
     async def new_room(self, *, with_agent: bool = True, title: str = "test room") -> str:
         room = await self.human.create_room(title=title)
@@ -240,17 +291,41 @@ def fast_config(**overrides: Any) -> AgentConfig:
     return AgentConfig(**values)
 
 
+_current_scene: contextvars.ContextVar[Scene | None] = contextvars.ContextVar(
+    "current_scene", default=None
+)
+"""The scene of the enclosing ``async with scene(...)`` block (tasks started
+inside it inherit it)."""
+
+
+def _watch_in_scene(source: Any) -> None:
+    current = _current_scene.get()
+    if current is not None:
+        current.watch(source)
+
+
 @asynccontextmanager
 async def scene(platform: LocalPlatform) -> AsyncIterator[Scene]:
-    """A human client on ``platform`` and the credentials of its demo agent."""
+    """A human client on ``platform`` and the credentials of its demo agent.
+
+    Inside the block, recording adapters created and agents run with
+    :func:`serving` are watched by the scene's :meth:`Scene.wait_for`.
+    """
     creds = platform.agents[0]
     async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
-        yield Scene(platform, human, creds.id, creds.api_key, creds.handle)
+        current = Scene(platform, human, creds.id, creds.api_key, creds.handle)
+        token = _current_scene.set(current)
+        try:
+            yield current
+        finally:
+            _current_scene.reset(token)
 
 
 @asynccontextmanager
 async def serving(agent: Agent) -> AsyncIterator[Agent]:
     """Run ``agent`` for the block (started = connected and rooms joined)."""
+    _watch_in_scene(agent)
+    _watch_in_scene(agent.adapter)
     async with trio.open_nursery() as nursery:
         await nursery.start(agent.serve)
         yield agent

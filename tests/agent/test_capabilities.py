@@ -19,7 +19,7 @@ from band_trio.tools import ToolErrorKind, ToolResult
 from band_trio.tools.definitions import TOOL_DEFINITIONS, Capability
 from band_trio.wire.rest import RestClient
 
-from .harness import RecordingAdapter, Scene, serving, token, wait_until
+from .harness import RecordingAdapter, Scene, serving, token
 
 FILES_TOOLS = frozenset(d.name for d in TOOL_DEFINITIONS if d.capability is Capability.FILES)
 PRUNED_LOG = "the platform does not serve file transfer; file tools are not offered"
@@ -83,7 +83,7 @@ async def run_one_turn(
         agent = s.make_agent(adapter, rest_options={"transport": transport})
         async with serving(agent):
             mid = await s.post(room_id, token())
-            await wait_until(lambda: s.processed(room_id, mid))
+            await s.wait_for(lambda: s.processed(room_id, mid))
     return probe, transport
 
 

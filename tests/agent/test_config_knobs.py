@@ -9,7 +9,7 @@ import trio
 
 from band_trio.wire.events import MessageCreated, MessageMetadata
 
-from .harness import RecordingAdapter, fast_config, scene, serving, token, wait_until
+from .harness import RecordingAdapter, fast_config, scene, serving, token
 
 
 class Counting(httpx.AsyncHTTPTransport):
@@ -51,7 +51,7 @@ async def test_hydration_off_and_no_activity_reports(band_platform) -> None:  # 
             agent = s.make_agent(adapter, config, rest_options={"transport": transport})
             async with serving(agent):
                 mid = await s.post(room_id, token())
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
             (call,) = adapter.calls
             assert call.is_session_bootstrap
             assert len(call.history) == 0
@@ -71,7 +71,7 @@ async def test_history_failure_gives_an_empty_history(band_platform) -> None:  #
             async with serving(s.make_agent(adapter)):
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
             (call,) = adapter.calls
             assert call.is_session_bootstrap
             assert len(call.history) == 0
@@ -92,8 +92,8 @@ async def test_no_error_event_when_failures_are_not_reported(band_platform) -> N
             )
             async with serving(agent):
                 mid = await s.post(room_id, "fails")
-                await wait_until(lambda: s.status(room_id, mid) == "failed")
-                await wait_until(lambda: agent.statistics().failed_for_good == 1)
+                await s.wait_for(lambda: s.status(room_id, mid) == "failed")
+                await s.wait_for(lambda: agent.statistics().failed_for_good == 1)
             assert s.agent_events(room_id, "error") == []
             assert [a.error for a in s.delivery(room_id, mid).attempts] == ["RuntimeError"]
 
@@ -107,7 +107,7 @@ async def test_platform_processed_status_is_trusted(band_platform) -> None:  # t
             room_id = await s.new_room()
             async with serving(s.make_agent(RecordingAdapter())):
                 mid = await s.post(room_id, token())
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
             stored = s.room_state(room_id).by_id[mid]
             adapter = RecordingAdapter()
             agent = s.make_agent(adapter, rest_options={"transport": transport})
@@ -126,7 +126,7 @@ async def test_platform_processed_status_is_trusted(band_platform) -> None:  # t
                     metadata=MessageMetadata(delivery_status={s.agent_id: {"status": "processed"}}),
                 )
                 assert room.deliver(replay)
-                await wait_until(lambda: room.statistics().skipped == 1)
+                await s.wait_for(lambda: room.statistics().skipped == 1)
             assert adapter.calls == []
             assert transport.count("/processing") == 0
 

@@ -8,7 +8,7 @@ import trio
 from band_trio.agent import Agent
 from band_trio.errors import AgentAlreadyRunningError
 
-from .harness import RecordingAdapter, fast_config, scene, serving, token, wait_until
+from .harness import RecordingAdapter, fast_config, scene, serving, token
 
 
 def _create(s, policy: str, adapter: RecordingAdapter) -> Agent:  # type: ignore[no-untyped-def]
@@ -39,7 +39,7 @@ async def test_create_with_reject_refuses_while_another_is_connected(band_platfo
                 assert second_adapter.calls == []
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert first.statistics().serving
                 assert first.statistics().reconnects == 0
                 assert s.replies_to(room_id, word) == 1
@@ -54,4 +54,4 @@ async def test_create_with_reject_connects_when_alone(band_platform) -> None:  #
             adapter = RecordingAdapter()
             async with serving(_create(s, "reject", adapter)):
                 mid = await s.post(room_id, token())
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))

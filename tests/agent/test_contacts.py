@@ -32,7 +32,7 @@ from band_trio.wire.events import (
     ContactRequestUpdated,
 )
 
-from .harness import RecordingAdapter, Scene, fast_config, scene, serving, token, wait_until
+from .harness import RecordingAdapter, Scene, fast_config, scene, serving, token
 
 
 def _topic(s: Scene) -> str:
@@ -63,13 +63,13 @@ async def test_disabled_joins_no_contacts_topic_and_delivers_nothing(
             agent = s.make_agent(adapter, contact_config=ContactEventConfig())
             async with serving(agent):
                 # positive control: the agent-level control topic is joined
-                await wait_until(
+                await s.wait_for(
                     lambda: band_platform.joined(s.agent_id, f"agent_control:{s.agent_id}")
                 )
                 assert not band_platform.joined(s.agent_id, _topic(s))
                 request = await bob_client.send_contact_request(s.agent_handle, "hi")
                 mid = await s.post(room, token())
-                await wait_until(lambda: s.processed(room, mid))
+                await s.wait_for(lambda: s.processed(room, mid))
                 assert not band_platform.joined(s.agent_id, _topic(s))
             assert [c.room_id for c in adapter.calls] == [room]
             assert adapter.calls[0].contacts_msg is None
@@ -103,10 +103,10 @@ async def test_callback_gets_each_event_once_with_contact_tools(
             async with serving(agent):
                 assert band_platform.joined(s.agent_id, _topic(s))
                 request = await bob_client.send_contact_request(s.agent_handle, "hello")
-                await wait_until(lambda: any(isinstance(e, ContactAdded) for e, _ in calls))
+                await s.wait_for(lambda: any(isinstance(e, ContactAdded) for e, _ in calls))
                 # the removal is a fourth, distinct event
                 await bob_client.remove_contact(handle=s.agent_handle)
-                await wait_until(lambda: any(isinstance(e, ContactRemoved) for e, _ in calls))
+                await s.wait_for(lambda: any(isinstance(e, ContactRemoved) for e, _ in calls))
             kinds = [type(e) for e, _ in calls]
             assert kinds == [
                 ContactRequestReceived,
@@ -144,7 +144,7 @@ async def test_hub_room_is_found_again_after_a_restart(
             async with serving(s.make_agent(first, agent_config, contact_config=config)):
                 assert band_platform.joined(s.agent_id, _topic(s))
                 await bob_client.send_contact_request(s.agent_handle, "hello agent")
-                await wait_until(lambda: len(first.calls) == 1 and first.calls[0].finished)
+                await s.wait_for(lambda: len(first.calls) == 1 and first.calls[0].finished)
             (call,) = first.calls
             hub = call.room_id
             assert call.msg.sender_id == HUB_SENDER_ID
@@ -155,7 +155,7 @@ async def test_hub_room_is_found_again_after_a_restart(
             second = RecordingAdapter(_nothing)
             async with serving(s.make_agent(second, agent_config, contact_config=config)):
                 await carol_client.send_contact_request(s.agent_handle, "me too")
-                await wait_until(lambda: len(second.calls) == 1 and second.calls[0].finished)
+                await s.wait_for(lambda: len(second.calls) == 1 and second.calls[0].finished)
             (again,) = second.calls
             assert again.room_id == hub
             assert "Carol Cook (@carol)" in again.msg.content
@@ -188,7 +188,7 @@ async def test_hub_room_turn_offers_contact_tools(band_platform: LocalPlatform) 
             adapter = RecordingAdapter(inspect_tools)
             async with serving(s.make_agent(adapter, contact_config=config)):
                 await bob_client.send_contact_request(s.agent_handle, "hi")
-                await wait_until(lambda: len(seen) == 2)
+                await s.wait_for(lambda: len(seen) == 2)
             tools, names = seen
             assert tools.is_hub_room
             assert tools.room_id == adapter.calls[0].room_id
@@ -217,18 +217,18 @@ async def test_broadcast_reaches_each_rooms_next_turn_exactly_once(
                 # one turn per room before the change: no notice yet
                 for room_id in rooms:
                     mid = await s.post(room_id, token())
-                    await wait_until(lambda: s.processed(room_id, mid))  # noqa: B023
+                    await s.wait_for(lambda: s.processed(room_id, mid))  # noqa: B023
                 request = await bob_client.send_contact_request(s.agent_handle)
                 # the agent asks back: the platform approves bob's pending request
                 await _agent_asks(band_platform, s, "bob")
                 assert band_platform.state.contact_requests[request["id"]].status == "approved"
-                await wait_until(lambda: _broadcasts(agent) == len(rooms))
+                await s.wait_for(lambda: _broadcasts(agent) == len(rooms))
                 await bob_client.remove_contact(handle=s.agent_handle)
-                await wait_until(lambda: _broadcasts(agent) == 2 * len(rooms))
+                await s.wait_for(lambda: _broadcasts(agent) == 2 * len(rooms))
                 for _ in range(2):
                     for room_id in rooms:
                         mid = await s.post(room_id, token())
-                        await wait_until(lambda: s.processed(room_id, mid))  # noqa: B023
+                        await s.wait_for(lambda: s.processed(room_id, mid))  # noqa: B023
             for room_id in rooms:
                 before, after, later = adapter.calls_for(room_id)
                 assert before.contacts_msg is None
@@ -283,11 +283,11 @@ async def test_callback_and_broadcast_reach_every_room_once(band_platform) -> No
             agent = s.make_agent(adapter, contact_config=config)
             async with serving(agent):
                 await bob_client.send_contact_request(s.agent_handle, "hi there")
-                await wait_until(lambda: any(isinstance(e, ContactAdded) for e in seen))
+                await s.wait_for(lambda: any(isinstance(e, ContactAdded) for e in seen))
                 for room_id in rooms:
                     for _ in range(2):
                         mid = await s.post(room_id, token())
-                        await wait_until(lambda: s.processed(room_id, mid))  # noqa: B023
+                        await s.wait_for(lambda: s.processed(room_id, mid))  # noqa: B023
             assert sum(isinstance(e, ContactRequestReceived) for e in seen) == 1
             for room_id in rooms:
                 first, second = adapter.calls_for(room_id)
@@ -317,13 +317,13 @@ async def test_hub_room_turns_are_synthetic(band_platform) -> None:  # type: ign
             agent = s.make_agent(adapter, contact_config=config)
             async with serving(agent):
                 await bob_client.send_contact_request(s.agent_handle, "hello agent")
-                await wait_until(lambda: len(adapter.calls) == 1)
+                await s.wait_for(lambda: len(adapter.calls) == 1)
                 (call,) = adapter.calls
                 assert call.msg.sender_id == HUB_SENDER_ID
                 assert "[Contact Request]" in call.msg.content
                 hub = band_platform.state.rooms[call.room_id]
                 assert hub.title == HUB_ROOM_TITLE
-                await wait_until(lambda: call.finished)
+                await s.wait_for(lambda: call.finished)
                 stats = agent.room_statistics(call.room_id)
                 assert stats is not None
                 assert stats.turns == 1

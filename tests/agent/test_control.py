@@ -6,7 +6,7 @@ import trio
 
 from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 
-from .harness import RecordingAdapter, Scene, scene, serving, token, wait_until
+from .harness import RecordingAdapter, Scene, scene, serving, token
 
 
 def _blocking(word: str, release: trio.Event):  # type: ignore[no-untyped-def]
@@ -39,14 +39,14 @@ async def test_interrupt_cancels_the_turn_and_consumes_the_message(band_platform
             adapter = RecordingAdapter(_blocking("hang", release))
             async with serving(s.make_agent(adapter)):
                 hung = await s.post(room_id, "hang here")
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 await _push(s, "interrupt", room_id, "c-1")
-                await wait_until(lambda: s.processed(room_id, hung))
+                await s.wait_for(lambda: s.processed(room_id, hung))
                 assert adapter.calls[0].cancelled
                 assert s.agent_texts(room_id) == []
                 after = token()
                 mid = await s.post(room_id, after)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert s.replies_to(room_id, after) == 1
                 assert len(adapter.calls) == 2
 
@@ -61,18 +61,18 @@ async def test_control_is_deduplicated_by_correlation_id(band_platform) -> None:
             agent = s.make_agent(adapter)
             async with serving(agent):
                 first = await s.post(room_id, "hang one")
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 await _push(s, "interrupt", room_id, "same-id")
-                await wait_until(lambda: s.processed(room_id, first))
+                await s.wait_for(lambda: s.processed(room_id, first))
                 second = await s.post(room_id, "hang two")
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 await _push(s, "interrupt", room_id, "same-id")
                 engine = agent._engine
                 assert engine is not None
-                await wait_until(lambda: engine.control.duplicates == 1)
+                await s.wait_for(lambda: engine.control.duplicates == 1)
                 assert adapter.running == 1  # not interrupted
                 release.set()
-                await wait_until(lambda: s.processed(room_id, second))
+                await s.wait_for(lambda: s.processed(room_id, second))
                 assert adapter.calls[1].finished
 
 
@@ -88,21 +88,21 @@ async def test_stop_pauses_and_play_replays(band_platform) -> None:  # type: ign
             async with serving(agent):
                 stopped_word = token("hang")
                 stopped = await s.post(room_id, stopped_word)
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 await _push(s, "stop", room_id, "stop-1")
-                await wait_until(lambda: adapter.running == 0)
+                await s.wait_for(lambda: adapter.running == 0)
                 assert adapter.calls[0].cancelled
                 assert s.status(room_id, stopped) == "processing"
                 queued_word = token("q")
                 queued = await s.post(room_id, queued_word)
                 room = agent._engine.room(room_id)  # type: ignore[union-attr]
                 assert room is not None
-                await wait_until(lambda: room.statistics().inbox_depth == 0)
+                await s.wait_for(lambda: room.statistics().inbox_depth == 0)
                 assert len(adapter.calls) == 1
                 assert room.stopped
                 release.set()
                 await _push(s, "play", room_id, "play-1")
-                await wait_until(
+                await s.wait_for(
                     lambda: s.processed(room_id, stopped) and s.processed(room_id, queued)
                 )
             contents = adapter.contents(room_id)
@@ -122,10 +122,10 @@ async def test_agent_wide_stop_reaches_every_room(band_platform) -> None:  # typ
                 await _push(s, "stop", None, "all-stop")
                 engine = agent._engine
                 assert engine is not None
-                await wait_until(lambda: all(r.stopped for r in engine.serving_rooms().values()))
+                await s.wait_for(lambda: all(r.stopped for r in engine.serving_rooms().values()))
                 await _push(s, "play", None, "all-play")
-                await wait_until(
+                await s.wait_for(
                     lambda: not any(r.stopped for r in engine.serving_rooms().values())
                 )
                 mid = await s.post(rooms[0], "after play")
-                await wait_until(lambda: s.processed(rooms[0], mid))
+                await s.wait_for(lambda: s.processed(rooms[0], mid))

@@ -24,7 +24,7 @@ from band_trio.local.server import open_local_platform as platform_module_open
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.platform_runtime import PlatformRuntime
 
-from .harness import RecordingAdapter, scene, serving, wait_until
+from .harness import RecordingAdapter, scene, serving
 
 
 def _bad_key_agent(platform) -> Agent:  # type: ignore[no-untyped-def]
@@ -76,9 +76,9 @@ async def test_a_failure_while_serving_is_one_typed_error_from_awaited_serve(ban
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(run_old)
-                await wait_until(lambda: old.statistics().serving)
+                await s.wait_for(lambda: old.statistics().serving)
                 async with serving(s.make_agent(RecordingAdapter())):
-                    await wait_until(lambda: bool(errors))
+                    await s.wait_for(lambda: bool(errors))
             assert len(errors) == 1
             assert type(errors[0]) is SupersededError
 

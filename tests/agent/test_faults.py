@@ -23,7 +23,6 @@ from .harness import (
     scene,
     serving,
     token,
-    wait_until,
 )
 
 
@@ -58,14 +57,14 @@ async def test_socket_dropped_mid_turn(band_platform) -> None:  # type: ignore[n
             async with serving(agent):
                 word = token("first")
                 posted = {await s.post(room_id, word): word}
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 await band_platform.drop_agent_sockets(s.agent_id)
                 # Messages posted while the socket is down are recovered from /next.
                 posted |= await _post_all(s, room_id, 3)
                 dropped.set()
-                await wait_until(lambda: agent.statistics().reconnects >= 1)
+                await s.wait_for(lambda: agent.statistics().reconnects >= 1)
                 posted |= await _post_all(s, room_id, 2)
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted))
             s.assert_exactly_once(room_id, posted)
             _completed_once(adapter, list(posted.values()))
 
@@ -100,7 +99,7 @@ async def test_agent_killed_and_restarted_mid_backlog(band_platform, tmp_path: P
             assert s.status(room_id, third_id) == "processing"
             second = RecordingAdapter()
             async with serving(s.make_agent(second, config)):
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted))
             assert not any(third in c.msg.content for c in second.calls)
             s.assert_exactly_once(room_id, posted)
 
@@ -119,7 +118,7 @@ async def test_bursts_of_429_and_5xx(band_platform) -> None:  # type: ignore[no-
                 faults.add("GET", r"/participants$", 502, 2)
                 faults.add("POST", r"/activity$", 500, 5)
                 posted = await _post_all(s, room_id, 6)
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted), within=40)
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted), within=40)
             s.assert_exactly_once(room_id, posted)
             _completed_once(adapter, list(posted.values()))
 
@@ -144,8 +143,8 @@ async def test_adapter_that_raises_is_stepped_past(band_platform) -> None:  # ty
             adapter = RecordingAdapter(behaviour)
             agent = s.make_agent(adapter, fast_config(max_attempts=2))
             async with serving(agent):
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
-                await wait_until(lambda: len(s.agent_events(room_id, "error")) == 1)
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted))
+                await s.wait_for(lambda: len(s.agent_events(room_id, "error")) == 1)
                 # A reconcile later must not run the poison message again.
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
@@ -182,7 +181,7 @@ async def test_adapter_that_hangs_times_out_and_retries(band_platform) -> None: 
             adapter = RecordingAdapter(behaviour)
             agent = s.make_agent(adapter, fast_config(turn_timeout=0.3))
             async with serving(agent):
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted))
                 assert agent.statistics().failures == 1
             s.assert_exactly_once(room_id, posted)
             _completed_once(adapter, list(posted.values()))
@@ -205,7 +204,7 @@ async def test_fifty_rooms_while_one_is_slow(band_platform) -> None:  # type: ig
             async with serving(s.make_agent(adapter)):
                 slow_word = token("slowroom")
                 slow_id = await s.post(rooms[0], slow_word)
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 posted: dict[str, dict[str, str]] = {}
                 async with trio.open_nursery() as nursery:
 
@@ -214,7 +213,7 @@ async def test_fifty_rooms_while_one_is_slow(band_platform) -> None:  # type: ig
 
                     for room_id in rooms[1:]:
                         nursery.start_soon(post_in, room_id)
-                await wait_until(
+                await s.wait_for(
                     lambda: all(s.processed(r, m) for r in rooms[1:] for m in posted[r]),
                     within=60,
                 )
@@ -222,7 +221,7 @@ async def test_fifty_rooms_while_one_is_slow(band_platform) -> None:  # type: ig
                 assert adapter.running == 1
                 assert not s.processed(rooms[0], slow_id)
                 release.set()
-                await wait_until(lambda: s.processed(rooms[0], slow_id))
+                await s.wait_for(lambda: s.processed(rooms[0], slow_id))
             for r in rooms[1:]:
                 s.assert_exactly_once(r, posted[r])
             s.assert_exactly_once(rooms[0], {slow_id: slow_word})
@@ -245,11 +244,11 @@ async def test_failed_for_good_is_remembered_after_a_restart(band_platform, tmp_
             poison_id = await s.post(room_id, token("poison"))
             first = RecordingAdapter(behaviour)
             async with serving(s.make_agent(first, config)):
-                await wait_until(lambda: len(s.agent_events(room_id, "error")) == 1)
+                await s.wait_for(lambda: len(s.agent_events(room_id, "error")) == 1)
             second = RecordingAdapter(behaviour)
             async with serving(s.make_agent(second, config)):
                 posted = await _post_all(s, room_id, 2)
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted))
             assert len(first.calls) == 1
             assert all("poison" not in c.msg.content for c in second.calls)
             assert s.status(room_id, poison_id) == "failed"

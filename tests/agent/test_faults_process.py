@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from .harness import scene, token, wait_until
+from .harness import scene, token
 
 pytestmark = pytest.mark.slow
 
@@ -108,7 +108,7 @@ async def test_killed_process_restarts_without_a_second_reply(
             assert s.status(room_id, crash_id) == "processing"
             second = await _start(script, state, "normal", env)
             try:
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted), within=30)
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted), within=30)
                 os.kill(second.pid, signal.SIGTERM)
                 with trio.fail_after(15):
                     await second.wait()

@@ -11,7 +11,7 @@ import trio
 from band_trio.adapter import AgentToolsProtocol, PlatformMessage, SimpleAdapter
 from band_trio.runtime import engine as engine_module
 
-from .harness import RecordingAdapter, Scene, scene, serving, token, wait_until
+from .harness import RecordingAdapter, Scene, scene, serving, token
 
 
 class HookAdapter(RecordingAdapter):
@@ -68,14 +68,14 @@ async def test_interrupt_between_turns_calls_the_hook_once(band_platform) -> Non
             agent = s.make_agent(adapter)
             async with serving(agent):
                 await _push(s, "interrupt", room_id, "i-1")
-                await wait_until(lambda: adapter.interrupts == [(room_id, "interrupt")])
+                await s.wait_for(lambda: adapter.interrupts == [(room_id, "interrupt")])
                 await _push(s, "interrupt", room_id, "i-1")
                 engine = agent._engine
                 assert engine is not None
-                await wait_until(lambda: engine.control.duplicates == 1)
+                await s.wait_for(lambda: engine.control.duplicates == 1)
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert s.replies_to(room_id, word) == 1
                 assert adapter.interrupts == [(room_id, "interrupt")]
 
@@ -89,15 +89,15 @@ async def test_stop_mid_turn_notifies_once_and_play_does_not(band_platform) -> N
             adapter = HookAdapter()
             async with serving(s.make_agent(adapter)) as agent:
                 hung = await s.post(room_id, "hang here")
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 await _push(s, "stop", room_id, "s-1")
-                await wait_until(lambda: adapter.interrupts == [(room_id, "stop")])
-                await wait_until(lambda: adapter.running == 0)
+                await s.wait_for(lambda: adapter.interrupts == [(room_id, "stop")])
+                await s.wait_for(lambda: adapter.running == 0)
                 assert adapter.calls[0].cancelled
                 assert s.status(room_id, hung) == "processing"
                 adapter.behaviour = _hang_on("never-used-word")
                 await _push(s, "play", room_id, "p-1")
-                await wait_until(lambda: s.processed(room_id, hung))
+                await s.wait_for(lambda: s.processed(room_id, hung))
                 engine = agent._engine
                 assert engine is not None
                 assert engine.control.applied == 2
@@ -113,7 +113,7 @@ async def test_agent_scope_signal_notifies_every_room(band_platform) -> None:  #
             adapter = HookAdapter()
             async with serving(s.make_agent(adapter)):
                 await _push(s, "interrupt", None, "a-1")
-                await wait_until(lambda: len(adapter.interrupts) == 2)
+                await s.wait_for(lambda: len(adapter.interrupts) == 2)
                 assert sorted(adapter.interrupts) == sorted((r, "interrupt") for r in rooms)
 
 
@@ -132,11 +132,11 @@ async def test_a_hanging_or_failing_hook_blocks_nothing(
             async with serving(s.make_agent(adapter)):
                 with caplog.at_level(logging.WARNING, logger="band_trio.runtime.engine"):
                     await _push(s, "interrupt", slow, "h-1")
-                    await wait_until(lambda: (slow, "interrupt") in adapter.interrupts)
+                    await s.wait_for(lambda: (slow, "interrupt") in adapter.interrupts)
                     await _push(s, "interrupt", broken, "h-2")
                     await _push(s, "interrupt", calm, "h-3")
                     await _push(s, "stop", calm, "h-4")
-                    await wait_until(lambda: len(adapter.interrupts) == 4)
+                    await s.wait_for(lambda: len(adapter.interrupts) == 4)
                     # Calls run concurrently, so their order is not asserted.
                     assert sorted(adapter.interrupts[1:]) == sorted(
                         [(broken, "interrupt"), (calm, "interrupt"), (calm, "stop")]
@@ -150,7 +150,7 @@ async def test_a_hanging_or_failing_hook_blocks_nothing(
                     word = token()
                     posted[room_id] = (await s.post(room_id, word), word)
                 for room_id, (mid, word) in posted.items():
-                    await wait_until(lambda r=room_id, m=mid: s.processed(r, m))
+                    await s.wait_for(lambda r=room_id, m=mid: s.processed(r, m))
                     assert s.replies_to(room_id, word) == 1
 
 
@@ -167,10 +167,10 @@ async def test_a_hanging_hook_is_cancelled_after_its_deadline(
             async with serving(s.make_agent(adapter)):
                 with caplog.at_level(logging.WARNING, logger="band_trio.runtime.engine"):
                     await _push(s, "interrupt", slow, "d-1")
-                    await wait_until(lambda: adapter.hook_cancelled == [slow])
+                    await s.wait_for(lambda: adapter.hook_cancelled == [slow])
                 assert "took over" in caplog.text
                 await _push(s, "stop", slow, "d-2")
-                await wait_until(lambda: adapter.hook_cancelled == [slow, slow])
+                await s.wait_for(lambda: adapter.hook_cancelled == [slow, slow])
                 assert adapter.interrupts == [(slow, "interrupt"), (slow, "stop")]
 
 
@@ -186,6 +186,6 @@ async def test_an_adapter_without_the_hook_is_fine(band_platform) -> None:  # ty
                 await _push(s, "interrupt", room_id, "n-1")
                 engine = agent._engine
                 assert engine is not None
-                await wait_until(lambda: engine.control.applied == 1)
+                await s.wait_for(lambda: engine.control.applied == 1)
                 mid = await s.post(room_id, token())
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))

@@ -70,7 +70,6 @@ from .harness import (
     scene,
     serving,
     token,
-    wait_until,
 )
 
 
@@ -161,10 +160,10 @@ async def test_first_turn_call_order(band_platform) -> None:  # type: ignore[no-
             )
             agent = Agent(runtime, RecordingAdapter(behaviour), handle_signals=False)
             async with serving(agent):
-                await wait_until(lambda: "GET messages/next" in calls)
+                await s.wait_for(lambda: "GET messages/next" in calls)
                 mid = await s.post(room_id, "hello")
-                await wait_until(lambda: s.processed(room_id, mid))
-                await wait_until(lambda: "POST activity:false" in calls)
+                await s.wait_for(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: "POST activity:false" in calls)
             order = [c for c in calls if c != "GET messages/next"]
             first = [
                 c
@@ -200,7 +199,7 @@ async def test_backlog_runs_oldest_first_before_live(band_platform) -> None:  # 
             async with serving(s.make_agent(adapter)):
                 live = token("live")
                 posted[await s.post(room_id, live)] = live
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted))
             seen = [next(w for w in [*words, live] if w in c) for c in adapter.contents(room_id)]
             assert seen == [*words, live]
             s.assert_exactly_once(room_id, posted)
@@ -215,7 +214,7 @@ async def test_turns_are_serial_in_a_room_and_concurrent_across_rooms(band_platf
     ) -> None:
         if "pair" in msg.content:
             # Only returns once both rooms' turns have overlapped.
-            await wait_until(lambda: adapter.max_running >= 2, within=5)
+            await s.wait_for(lambda: adapter.max_running >= 2, within=5)
             both_running.set()
         else:
             await trio.sleep(0.02)
@@ -228,11 +227,11 @@ async def test_turns_are_serial_in_a_room_and_concurrent_across_rooms(band_platf
             async with serving(s.make_agent(adapter)):
                 pa = await s.post(a, "pair A")
                 pb = await s.post(b, "pair B")
-                await wait_until(lambda: s.processed(a, pa) and s.processed(b, pb))
+                await s.wait_for(lambda: s.processed(a, pa) and s.processed(b, pb))
                 assert both_running.is_set()
                 adapter.max_running = 0
                 serial = [await s.post(a, token("s")) for _ in range(4)]
-                await wait_until(lambda: all(s.processed(a, m) for m in serial))
+                await s.wait_for(lambda: all(s.processed(a, m) for m in serial))
                 assert adapter.max_running == 1
 
 
@@ -246,7 +245,7 @@ async def test_own_messages_and_duplicates_are_not_run(band_platform) -> None:  
             async with serving(agent):
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 stored = s.room_state(room_id).by_id[mid]
                 engine = agent._engine
                 assert engine is not None
@@ -267,8 +266,8 @@ async def test_own_messages_and_duplicates_are_not_run(band_platform) -> None:  
                 )
                 assert room.deliver(duplicate)
                 assert room.deliver(own)
-                await wait_until(lambda: room.statistics().inbox_depth == 0)
-                await wait_until(lambda: not room.busy)
+                await s.wait_for(lambda: room.statistics().inbox_depth == 0)
+                await s.wait_for(lambda: not room.busy)
                 assert len(adapter.calls) == 1
                 assert s.replies_to(room_id, word) == 1
                 assert room.statistics().skipped >= 2
@@ -283,13 +282,13 @@ async def test_participants_msg_and_bootstrap(band_platform) -> None:  # type: i
             early = await s.post(room_id, "early words")
             adapter = RecordingAdapter()
             async with serving(s.make_agent(adapter)):
-                await wait_until(lambda: s.processed(room_id, early))
+                await s.wait_for(lambda: s.processed(room_id, early))
                 second = await s.post(room_id, "second")
-                await wait_until(lambda: s.processed(room_id, second))
+                await s.wait_for(lambda: s.processed(room_id, second))
                 other = band_platform.register_agent("Zed Helper", "Helps with tests.")
                 await s.human.add_participant(room_id, other.id)
                 third = await s.post(room_id, "third")
-                await wait_until(lambda: s.processed(room_id, third))
+                await s.wait_for(lambda: s.processed(room_id, third))
             first, two, three = adapter.calls_for(room_id)
             assert first.is_session_bootstrap
             assert not two.is_session_bootstrap
@@ -312,7 +311,7 @@ async def test_history_is_the_newest_before_the_trigger(band_platform) -> None: 
             config = fast_config(max_history_messages=3, history_page_size=2)
             adapter = RecordingAdapter()
             async with serving(s.make_agent(adapter, config)):
-                await wait_until(lambda: all(s.processed(room_id, m) for m in ids))
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in ids))
             first = adapter.calls_for(room_id)[0]
             assert first.is_session_bootstrap
             # The first turn answers the oldest message: nothing before it.
@@ -331,12 +330,12 @@ async def test_bootstrap_history_is_cut_before_the_trigger(band_platform) -> Non
             config = fast_config(max_history_messages=3, history_page_size=2)
             first_adapter = RecordingAdapter()
             async with serving(s.make_agent(first_adapter, config)):
-                await wait_until(lambda: all(s.processed(room_id, m) for m in ids))
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in ids))
             last = token("h")
             adapter = RecordingAdapter()
             async with serving(s.make_agent(adapter, config)):
                 mid = await s.post(room_id, last)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
             call = adapter.calls_for(room_id)[0]
             assert call.is_session_bootstrap
             texts = [item.content for item in call.history.raw]
@@ -376,9 +375,10 @@ async def test_open_agent_runs_for_the_block_and_reraises_the_block_error(band_p
                     ws_url=band_platform.ws_url,
                     config=fast_config(),
                 ) as agent:
+                    s.watch(agent)
                     mid = await s.post(room_id, "hi")
-                    await wait_until(lambda: s.processed(room_id, mid))
-                    await wait_until(lambda: agent.statistics().completed >= 1)
+                    await s.wait_for(lambda: s.processed(room_id, mid))
+                    await s.wait_for(lambda: agent.statistics().completed >= 1)
                     raise KeyError("boom")
             assert adapter.cleanups == [room_id]
 
@@ -390,8 +390,8 @@ async def test_statistics_snapshot_is_frozen(band_platform) -> None:  # type: ig
             agent = s.make_agent(RecordingAdapter())
             async with serving(agent):
                 mid = await s.post(room_id, "count me")
-                await wait_until(lambda: s.processed(room_id, mid))
-                await wait_until(lambda: agent.statistics().completed == 1)
+                await s.wait_for(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: agent.statistics().completed == 1)
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert stats.turns == 1
@@ -400,6 +400,33 @@ async def test_statistics_snapshot_is_frozen(band_platform) -> None:  # type: ig
                 with pytest.raises(AttributeError):
                     stats.turns = 5  # type: ignore[misc]
             assert not agent.statistics().serving
+
+
+async def test_wait_for_wakes_on_the_agents_own_state(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """``Agent.wait_for`` needs no other wake-up source: serving starts and stops,
+    a room is joined, a message settles, each wakes the waiter."""
+    with trio.fail_after(20):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            agent = s.make_agent(RecordingAdapter())
+            woke = trio.Event()
+
+            async def until_serving() -> None:
+                await agent.wait_for(lambda: agent.statistics().serving)
+                woke.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(until_serving)
+                await trio.lowlevel.checkpoint()
+                await nursery.start(agent.serve)
+                await woke.wait()  # woken by the start, nothing else
+                await s.post(room_id, "count me")
+                await agent.wait_for(lambda: agent.statistics().completed == 1)
+                later = await s.new_room()
+                await agent.wait_for(lambda: later in agent.room_ids)
+                agent.request_shutdown()
+                await agent.wait_for(lambda: not agent.statistics().serving)
+            assert agent.statistics().completed == 0  # zeros once stopped
 
 
 async def test_api_key_never_reaches_the_logs(
@@ -421,9 +448,9 @@ async def test_api_key_never_reaches_the_logs(
             agent = s.make_agent(RecordingAdapter(fail_once))
             async with serving(agent):
                 mid = await s.post(room_id, "log me")
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 await band_platform.drop_agent_sockets(s.agent_id)
-                await wait_until(lambda: agent.statistics().reconnects >= 1)
+                await s.wait_for(lambda: agent.statistics().reconnects >= 1)
             assert s.agent_key not in caplog.text
             assert "room " in caplog.text  # room ids are logged
             assert s.agent_key not in repr(agent.runtime.settings)
@@ -451,9 +478,9 @@ async def test_superseded_agent_stops_with_one_typed_error(band_platform) -> Non
                 await nursery.start(run_old)
                 new_adapter = RecordingAdapter()
                 async with serving(s.make_agent(new_adapter)):
-                    await wait_until(lambda: bool(errors))
+                    await s.wait_for(lambda: bool(errors))
                     mid = await s.post(room_id, "for the new one")
-                    await wait_until(lambda: s.processed(room_id, mid))
+                    await s.wait_for(lambda: s.processed(room_id, mid))
             assert isinstance(errors[0], SupersededError)
             assert old_adapter.cleanups == [room_id]
             assert [c.msg.id for c in new_adapter.calls] == [mid]

@@ -27,7 +27,6 @@ from .harness import (
     scene,
     serving,
     token,
-    wait_until,
 )
 
 
@@ -87,16 +86,17 @@ async def test_callbacks_run_after_the_roster_update(band_platform) -> None:  # 
                 on_participant_removed=rec.removed,
             ) as agent:
                 rec.agent = agent
+                s.watch(agent)
                 await s.human.add_participant(room_id, other.id)
-                await wait_until(lambda: len(rec.seen) == 1)
+                await s.wait_for(lambda: len(rec.seen) == 1)
                 assert rec.seen == [("added", room_id, other.id, True)]
                 await s.human.remove_participant(room_id, other.id)
-                await wait_until(lambda: len(rec.seen) == 2)
+                await s.wait_for(lambda: len(rec.seen) == 2)
                 assert rec.seen[1] == ("removed", room_id, other.id, False)
                 # Turns are unaffected, and the roster change reaches the next one.
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert s.replies_to(room_id, word) == 1
             assert len(rec.seen) == 2
 
@@ -122,21 +122,22 @@ async def test_a_failing_callback_is_logged_and_swallowed(
                 on_participant_added=rec.added,
             )
             rec.agent = agent
+            s.watch(agent)
             async with trio.open_nursery() as nursery:
                 await nursery.start(agent.serve)
                 with caplog.at_level(logging.ERROR, logger="band_trio.runtime.room"):
                     await s.human.add_participant(room_id, other.id)
-                    await wait_until(lambda: len(rec.seen) == 1)
+                    await s.wait_for(lambda: len(rec.seen) == 1)
                     word = token()
                     mid = await s.post(room_id, word)
-                    await wait_until(lambda: s.processed(room_id, mid))
+                    await s.wait_for(lambda: s.processed(room_id, mid))
                 assert "callback failed" in caplog.text
                 assert s.replies_to(room_id, word) == 1
                 # No removed callback was given: removing is handled silently.
                 await s.human.remove_participant(room_id, other.id)
                 word2 = token()
                 mid2 = await s.post(room_id, word2)
-                await wait_until(lambda: s.processed(room_id, mid2))
+                await s.wait_for(lambda: s.processed(room_id, mid2))
                 assert len(rec.seen) == 1
                 nursery.cancel_scope.cancel()
 
@@ -165,13 +166,14 @@ async def test_a_hanging_callback_is_cancelled_after_its_deadline(
                 on_participant_added=rec.added,
             )
             rec.agent = agent
+            s.watch(agent)
             async with trio.open_nursery() as nursery:
                 await nursery.start(agent.serve)
                 with caplog.at_level(logging.WARNING, logger="band_trio.runtime.room"):
                     await s.human.add_participant(room_id, other.id)
                     word = token()
                     mid = await s.post(room_id, word)
-                    await wait_until(lambda: s.processed(room_id, mid))
+                    await s.wait_for(lambda: s.processed(room_id, mid))
                 assert rec.cancelled == 1
                 assert "took over" in caplog.text
                 nursery.cancel_scope.cancel()
@@ -226,7 +228,7 @@ async def _add_while_disconnected(
     platform = s.platform
     refused = platform.faults.add("GET", UPGRADE, 503, 10_000, retry_after=0.1)
     await platform.drop_agent_sockets(s.agent_id)
-    await wait_until(lambda: refused.hits >= 1)  # a reconnect was refused
+    await s.wait_for(lambda: refused.hits >= 1)  # a reconnect was refused
     other = platform.register_agent("Zed Zulu", "a helper")
     await s.human.add_participant(room_id, other.id)
     platform.faults.clear()
@@ -244,15 +246,15 @@ async def test_participant_added_while_disconnected_reaches_the_next_turn(band_p
             agent = _agent(s, adapter)
             async with serving(agent):
                 first = await s.post(room_id, token("before"))
-                await wait_until(lambda: s.processed(room_id, first))
+                await s.wait_for(lambda: s.processed(room_id, first))
                 before = adapter.calls[0].participants_msg
                 assert before is not None
                 assert "Zed Zulu" not in before
                 await _add_while_disconnected(s, room_id)
-                await wait_until(lambda: agent.statistics().reconnects >= 1)
-                await wait_until(lambda: band_platform.connected(s.agent_id))
+                await s.wait_for(lambda: agent.statistics().reconnects >= 1)
+                await s.wait_for(lambda: band_platform.connected(s.agent_id))
                 second = await s.post(room_id, token("after"))
-                await wait_until(lambda: s.processed(room_id, second))
+                await s.wait_for(lambda: s.processed(room_id, second))
             (_, call) = adapter.calls
             assert call.participants_msg is not None
             assert "Zed Zulu (Agent)" in call.participants_msg
@@ -269,15 +271,15 @@ async def test_message_right_after_reconnect_sees_the_refreshed_roster(band_plat
             agent = _agent(s, adapter)
             async with serving(agent):
                 first = await s.post(room_id, token("before"))
-                await wait_until(lambda: s.processed(room_id, first))
+                await s.wait_for(lambda: s.processed(room_id, first))
                 # The re-listing after the reconnect hangs for a while.
                 slow = await _add_while_disconnected(s, room_id, slow_listing=True)
                 assert slow is not None
-                await wait_until(lambda: agent.statistics().reconnects >= 1)
-                await wait_until(lambda: slow.hits == 1)
-                await wait_until(lambda: band_platform.connected(s.agent_id))
+                await s.wait_for(lambda: agent.statistics().reconnects >= 1)
+                await s.wait_for(lambda: slow.hits == 1)
+                await s.wait_for(lambda: band_platform.connected(s.agent_id))
                 second = await s.post(room_id, token("after"))
-                await wait_until(lambda: s.processed(room_id, second))
+                await s.wait_for(lambda: s.processed(room_id, second))
             (_, call) = adapter.calls
             assert call.participants_msg is not None
             assert "Zed Zulu (Agent)" in call.participants_msg

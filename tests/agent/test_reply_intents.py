@@ -24,7 +24,6 @@ from .harness import (
     scene,
     serving,
     token,
-    wait_until,
 )
 
 REPLY = r"/api/v1/agent/chats/[^/]+/messages$"
@@ -47,7 +46,7 @@ async def test_a_reply_stored_but_answered_500_is_not_posted_again(band_platform
                 lost = band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
                 word = token("stored")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert lost.hits == 1
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
@@ -56,7 +55,7 @@ async def test_a_reply_stored_but_answered_500_is_not_posted_again(band_platform
                 # The room goes on normally afterwards.
                 later = token("later")
                 later_id = await s.post(room_id, later)
-                await wait_until(lambda: s.processed(room_id, later_id))
+                await s.wait_for(lambda: s.processed(room_id, later_id))
             assert _runs(adapter, word) == 1
             assert s.replies_to(room_id, word) == 1
             # No error event: the message was answered.
@@ -76,7 +75,7 @@ async def test_a_reply_that_did_not_land_is_posted_on_the_next_attempt(band_plat
                 failing = band_platform.faults.add("POST", REPLY, 500, 1)
                 word = token("unstored")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert failing.hits == 1
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
@@ -111,7 +110,7 @@ async def test_a_failed_lookup_is_retried_before_the_message_runs(band_platform)
                 word = token("lookup")
                 mid = await s.post(room_id, word)
                 await hit.wait()
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert stats.replies_recovered == 1
@@ -155,7 +154,7 @@ async def test_killed_after_a_stored_reply_with_a_lost_answer_only_acks_after_re
             second = RecordingAdapter()
             agent = s.make_agent(second, config)
             async with serving(agent):
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert stats.replies_recovered == 1
@@ -178,11 +177,11 @@ async def test_an_earlier_identical_reply_does_not_count(band_platform) -> None:
             adapter = RecordingAdapter(constant)
             async with serving(s.make_agent(adapter)):
                 first = await s.post(room_id, token("first"))
-                await wait_until(lambda: s.processed(room_id, first))
+                await s.wait_for(lambda: s.processed(room_id, first))
                 # The second reply is refused without being stored (500).
                 band_platform.faults.add("POST", REPLY, 500, 1)
                 second = await s.post(room_id, token("second"))
-                await wait_until(lambda: s.processed(room_id, second))
+                await s.wait_for(lambda: s.processed(room_id, second))
             # The second message ran again and was answered: two "noted" in all.
             assert sum(1 for t in s.agent_texts(room_id) if t.endswith("noted")) == 2
             assert len(adapter.calls) == 3
@@ -202,7 +201,7 @@ async def test_a_last_attempt_whose_reply_landed_is_acked_not_failed(band_platfo
                 band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
                 word = token("last")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert (stats.replies_recovered, stats.failed_for_good) == (1, 0)
@@ -231,7 +230,7 @@ async def test_a_swallowed_post_error_is_not_judged_a_missing_reply(band_platfor
                 band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
                 word = token("swallowed")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
             assert _runs(adapter, word) == 1
             assert s.replies_to(room_id, word) == 1
             assert s.agent_events(room_id, "error") == []
@@ -285,7 +284,7 @@ async def test_after_a_restart_a_reply_to_another_message_is_not_taken_for_the_l
             second_adapter = RecordingAdapter(constant_then_die)
             agent = s.make_agent(second_adapter, config)
             async with serving(agent):
-                await wait_until(lambda: s.processed(room_id, second))
+                await s.wait_for(lambda: s.processed(room_id, second))
                 assert agent.statistics().replies_recovered == 0
             assert [c.msg.id for c in second_adapter.calls] == [second]
             assert sum(1 for t in s.agent_texts(room_id) if t.endswith("noted")) == 2
@@ -318,8 +317,8 @@ async def test_a_recovered_reply_is_not_taken_for_a_later_messages_lost_reply(  
             adapter = RecordingAdapter(constant)
             agent = s.make_agent(adapter)
             async with serving(agent):
-                await wait_until(lambda: s.processed(room_id, first))
-                await wait_until(lambda: s.processed(room_id, second))
+                await s.wait_for(lambda: s.processed(room_id, first))
+                await s.wait_for(lambda: s.processed(room_id, second))
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert stats.replies_recovered == 1
@@ -346,7 +345,7 @@ async def test_a_stored_reply_whose_2xx_answer_is_malformed_is_not_posted_again(
                 garbled = band_platform.faults.add("POST", REPLY, 201, 1, perform=True)
                 word = token("garbled")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert stats.replies_recovered == 1

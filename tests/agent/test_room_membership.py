@@ -6,7 +6,7 @@ import trio
 
 from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 
-from .harness import RecordingAdapter, scene, serving, token, wait_until
+from .harness import RecordingAdapter, scene, serving, token
 
 
 async def test_room_added_while_running_is_joined_and_drained(band_platform) -> None:  # type: ignore[no-untyped-def]
@@ -18,10 +18,10 @@ async def test_room_added_while_running_is_joined_and_drained(band_platform) -> 
             async with serving(agent):
                 room_id = await s.new_room(with_agent=False)
                 await s.human.add_participant(room_id, s.agent_id)
-                await wait_until(lambda: room_id in agent.room_ids)
+                await s.wait_for(lambda: room_id in agent.room_ids)
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert s.replies_to(room_id, word) == 1
 
 
@@ -41,19 +41,19 @@ async def test_removal_cancels_the_turn_and_cleans_up_once(band_platform) -> Non
             agent = s.make_agent(adapter)
             async with serving(agent):
                 await s.post(room_id, "never answered")
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 await s.human.remove_participant(room_id, s.agent_id)
-                await wait_until(lambda: adapter.cleanups == [room_id])
+                await s.wait_for(lambda: adapter.cleanups == [room_id])
                 assert adapter.calls[0].cancelled
                 assert room_id not in agent.room_ids
                 assert keep in agent.room_ids
                 # Re-adding starts afresh: a new worker bootstraps again (§8.77).
                 adapter.behaviour = _echo
                 await s.human.add_participant(room_id, s.agent_id)
-                await wait_until(lambda: room_id in agent.room_ids)
+                await s.wait_for(lambda: room_id in agent.room_ids)
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 calls = adapter.calls_for(room_id)
                 # The new worker first replays the cancelled message (left
                 # processing), as a fresh bootstrap, then the new one.
@@ -99,18 +99,18 @@ async def test_readded_room_never_reruns_a_settled_message(band_platform) -> Non
                 band_platform.faults.add("POST", PROCESSED, 404, 1, code="not_found")
                 word = token("settled")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: agent.statistics().completed == 1)
+                await s.wait_for(lambda: agent.statistics().completed == 1)
                 assert s.status(room_id, mid) == "processing"
                 # Released ...
                 await s.human.remove_participant(room_id, s.agent_id)
-                await wait_until(lambda: adapter.cleanups == [room_id])
-                await wait_until(lambda: room_id not in agent.room_ids)
+                await s.wait_for(lambda: adapter.cleanups == [room_id])
+                await s.wait_for(lambda: room_id not in agent.room_ids)
                 # ... and re-added: its startup drain meets the message on /next.
                 await s.human.add_participant(room_id, s.agent_id)
-                await wait_until(lambda: room_id in agent.room_ids)
+                await s.wait_for(lambda: room_id in agent.room_ids)
                 later = token("later")
                 later_id = await s.post(room_id, later)
-                await wait_until(lambda: s.processed(room_id, later_id))
+                await s.wait_for(lambda: s.processed(room_id, later_id))
             assert sum(1 for c in adapter.calls if word in c.msg.content) == 1
             assert s.replies_to(room_id, word) == 1
             s.assert_exactly_once(room_id, {later_id: later})
@@ -128,15 +128,15 @@ async def test_readded_room_given_up_ack_is_not_rerun(band_platform) -> None:  #
                 refused = band_platform.faults.add("POST", PROCESSED, 409, 3, code="conflict")
                 word = token("refused")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: refused.hits == 3)
-                await wait_until(lambda: agent.statistics().completed == 1)
+                await s.wait_for(lambda: refused.hits == 3)
+                await s.wait_for(lambda: agent.statistics().completed == 1)
                 assert s.status(room_id, mid) == "processing"
                 await s.human.remove_participant(room_id, s.agent_id)
-                await wait_until(lambda: room_id not in agent.room_ids)
+                await s.wait_for(lambda: room_id not in agent.room_ids)
                 await s.human.add_participant(room_id, s.agent_id)
-                await wait_until(lambda: room_id in agent.room_ids)
+                await s.wait_for(lambda: room_id in agent.room_ids)
                 later = token("later")
                 later_id = await s.post(room_id, later)
-                await wait_until(lambda: s.processed(room_id, later_id))
+                await s.wait_for(lambda: s.processed(room_id, later_id))
             assert sum(1 for c in adapter.calls if word in c.msg.content) == 1
             assert s.replies_to(room_id, word) == 1

@@ -16,7 +16,6 @@ from .harness import (
     scene,
     serving,
     token,
-    wait_until,
 )
 
 
@@ -40,20 +39,20 @@ async def test_inbox_overflow_resyncs_from_next_without_loss(band_platform) -> N
             async with serving(agent):
                 gate = token("gate")
                 posted = {await s.post(room_id, gate): gate}
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 words = [token("o") for _ in range(6)]
                 for w in words:
                     posted[await s.post(room_id, w)] = w
-                await wait_until(lambda: agent.statistics().overflows >= 1)
+                await s.wait_for(lambda: agent.statistics().overflows >= 1)
                 # The overflowing room blocks nobody: another room is answered
                 # while this one is still gated with a full inbox.
                 other_word = token("other")
                 other = {await s.post(other_room, other_word): other_word}
-                await wait_until(lambda: all(s.processed(other_room, m) for m in other))
+                await s.wait_for(lambda: all(s.processed(other_room, m) for m in other))
                 assert adapter.running == 1
                 s.assert_exactly_once(other_room, other)
                 release.set()
-                await wait_until(lambda: all(s.processed(room_id, m) for m in posted))
+                await s.wait_for(lambda: all(s.processed(room_id, m) for m in posted))
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert stats.overflows >= 1
@@ -78,15 +77,15 @@ async def test_reconnect_relists_rooms(band_platform) -> None:  # type: ignore[n
                 await s.human.remove_participant(leaving, s.agent_id)
                 joining = await s.new_room()
                 missed = {await s.post(staying, w): w for w in [token("missed")]}
-                await wait_until(lambda: agent.statistics().reconnects >= 1)
-                await wait_until(
+                await s.wait_for(lambda: agent.statistics().reconnects >= 1)
+                await s.wait_for(
                     lambda: joining in agent.room_ids and leaving not in agent.room_ids
                 )
-                await wait_until(lambda: adapter.cleanups == [leaving])
-                await wait_until(lambda: all(s.processed(staying, m) for m in missed))
+                await s.wait_for(lambda: adapter.cleanups == [leaving])
+                await s.wait_for(lambda: all(s.processed(staying, m) for m in missed))
                 fresh = token()
                 mid = await s.post(joining, fresh)
-                await wait_until(lambda: s.processed(joining, mid))
+                await s.wait_for(lambda: s.processed(joining, mid))
             s.assert_exactly_once(staying, missed)
             s.assert_exactly_once(joining, {mid: fresh})
 
@@ -99,10 +98,10 @@ async def test_startup_listing_failure_is_retried(band_platform) -> None:  # typ
             band_platform.faults.add("GET", r"/api/v1/agent/chats$", 500, 5)
             agent = s.make_agent(RecordingAdapter())
             async with serving(agent):
-                await wait_until(lambda: room_id in agent.room_ids)
+                await s.wait_for(lambda: room_id in agent.room_ids)
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
             s.assert_exactly_once(room_id, {mid: word})
 
 
@@ -125,7 +124,7 @@ async def test_input_not_accepted_is_retried_without_failure(band_platform) -> N
             async with serving(s.make_agent(adapter, fast_config(max_attempts=1))):
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
             assert len(adapter.calls) == 2
             # The input was not accepted: the second call is a bootstrap again (§8.66).
             assert adapter.calls[1].is_session_bootstrap
@@ -150,12 +149,12 @@ async def test_turn_without_a_reply_is_judged(band_platform) -> None:  # type: i
             agent = s.make_agent(adapter)
             async with serving(agent):
                 mid = await s.post(room_id, "say nothing")
-                await wait_until(lambda: s.status(room_id, mid) == "failed")
-                await wait_until(lambda: len(s.agent_events(room_id, "error")) == 1)
+                await s.wait_for(lambda: s.status(room_id, mid) == "failed")
+                await s.wait_for(lambda: len(s.agent_events(room_id, "error")) == 1)
                 adapter.behaviour = echo
                 word = token()
                 after = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, after))
+                await s.wait_for(lambda: s.processed(room_id, after))
             (event,) = s.agent_events(room_id, "error")
             assert event.content == MISSING_REPLY_TEXT
             assert sum(1 for c in adapter.calls if "say nothing" in c.msg.content) == 1
@@ -182,7 +181,7 @@ async def test_execution_stopped_on_reply_retries_the_message_later(band_platfor
                 )
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 room = agent._engine.room(room_id)  # type: ignore[union-attr]
                 assert room is not None
                 assert not room.stopped

@@ -15,7 +15,7 @@ import trio
 
 from band_trio.wire.rest import RestConfig
 
-from .harness import FAST_REST, RecordingAdapter, scene, serving, token, wait_until
+from .harness import FAST_REST, RecordingAdapter, scene, serving, token
 
 PROCESSED = r"/api/v1/agent/chats/[^/]+/messages/[^/]+/processed$"
 
@@ -39,13 +39,16 @@ async def test_processed_answered_404_counts_the_message_done(band_platform) -> 
                 )
                 word = token("gone")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: gone.hits == 1 and adapter.running == 0)
-                await wait_until(lambda: agent.statistics().completed == 1)
+                await s.wait_for(lambda: gone.hits == 1 and adapter.running == 0)
+                await s.wait_for(lambda: agent.statistics().completed == 1)
                 # A later message makes the room drain /next again; the first
                 # message is still actionable there, and must be stepped past.
                 later = token("later")
                 later_id = await s.post(room_id, later)
-                await wait_until(lambda: s.processed(room_id, later_id))
+                # The platform records the mark before the agent reads the answer.
+                await s.wait_for(
+                    lambda: s.processed(room_id, later_id) and agent.statistics().completed >= 2
+                )
                 stats = agent.room_statistics(room_id)
                 assert stats is not None
                 assert stats.completed == 2
@@ -81,9 +84,9 @@ async def test_processed_answered_422_reclaims_then_acks(band_platform) -> None:
                 )
                 word = token("rejected")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
-                await wait_until(lambda: len(s.delivery(room_id, mid).attempts) == 2)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: len(s.delivery(room_id, mid).attempts) == 2)
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert rejected.hits == 1
             assert _runs(adapter, word) == 1
             assert s.replies_to(room_id, word) == 1
@@ -104,13 +107,13 @@ async def test_processed_performed_but_answered_500_is_acked_without_rerun(band_
                 lost = band_platform.faults.add("POST", PROCESSED, 500, 1, perform=True)
                 word = token("lost")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: lost.hits == 1)
+                await s.wait_for(lambda: lost.hits == 1)
                 # The re-claim opened a second attempt, closed by the retried ack.
-                await wait_until(lambda: len(s.delivery(room_id, mid).attempts) == 2)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: len(s.delivery(room_id, mid).attempts) == 2)
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 after = token("after")
                 after_id = await s.post(room_id, after)
-                await wait_until(lambda: s.processed(room_id, after_id))
+                await s.wait_for(lambda: s.processed(room_id, after_id))
             assert _runs(adapter, word) == 1
             assert s.replies_to(room_id, word) == 1
             assert [a.status for a in s.delivery(room_id, mid).attempts] == ["success", "success"]
@@ -128,7 +131,7 @@ async def test_processed_5xx_is_retried_later_and_never_reruns(band_platform) ->
                 failing = band_platform.faults.add("POST", PROCESSED, 502, 3)
                 word = token("unconfirmed")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert failing.hits == 3
             assert _runs(adapter, word) == 1
             # One claim, one success: the retries were acks of the same attempt.
@@ -149,7 +152,7 @@ async def test_processed_transport_error_is_retried_later_and_never_reruns(band_
                 hung = band_platform.faults.add("POST", PROCESSED, 500, 1, delay=float("inf"))
                 word = token("hung")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
                 assert hung.hits == 1
             assert _runs(adapter, word) == 1
             s.assert_exactly_once(room_id, {mid: word})

@@ -7,7 +7,7 @@ import trio.testing
 
 from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 
-from .harness import RecordingAdapter, fast_config, scene, serving, token, wait_until
+from .harness import RecordingAdapter, fast_config, scene, serving, token
 
 ROOMS = 12
 
@@ -45,7 +45,7 @@ async def test_shutdown_with_many_rooms_cancels_late_turns_and_cleans_up_concurr
             async with trio.open_nursery() as nursery:
                 await nursery.start(agent.serve)
                 ids = {r: await s.post(r, token()) for r in rooms}
-                await wait_until(lambda: adapter.running == ROOMS)
+                await s.wait_for(lambda: adapter.running == ROOMS)
                 nursery.cancel_scope.cancel()
             assert sorted(adapter.cleanups) == sorted(rooms)
             assert all(c.cancelled for c in adapter.calls)
@@ -73,7 +73,7 @@ async def test_running_turns_finish_within_the_deadline_and_new_work_is_fenced(
                 await nursery.start(agent.serve)
                 word = token()
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: adapter.running == 1)
+                await s.wait_for(lambda: adapter.running == 1)
                 agent.request_shutdown()
                 # Intake is fenced: a message posted now is not run.
                 late = await s.post(room_id, token("late"))
@@ -140,7 +140,7 @@ async def test_shutdown_runs_every_on_cleanup_then_cleanup_all(band_platform) ->
             agent = s.make_agent(adapter, fast_config(cleanup_timeout=0.5))
             async with serving(agent):
                 mid = await s.post(rooms[1], token())
-                await wait_until(lambda: s.processed(rooms[1], mid))
+                await s.wait_for(lambda: s.processed(rooms[1], mid))
                 assert adapter.log == []
             # serve() has returned: the whole shutdown is over.
             log = adapter.log
@@ -185,13 +185,13 @@ async def test_removed_room_with_hanging_cleanup_blocks_nothing(band_platform) -
             agent = s.make_agent(adapter, fast_config(cleanup_timeout=1.0))
             async with serving(agent):
                 await s.human.remove_participant(leaving, s.agent_id)
-                await wait_until(lambda: f"enter {leaving}" in adapter.log)
+                await s.wait_for(lambda: f"enter {leaving}" in adapter.log)
                 # Hanging cleanup of one room: another room is still answered.
                 word = token()
                 mid = await s.post(staying, word)
-                await wait_until(lambda: s.processed(staying, mid))
-                await wait_until(lambda: f"cancelled {leaving}" in adapter.log)
-                await wait_until(lambda: leaving not in agent.room_ids)
+                await s.wait_for(lambda: s.processed(staying, mid))
+                await s.wait_for(lambda: f"cancelled {leaving}" in adapter.log)
+                await s.wait_for(lambda: leaving not in agent.room_ids)
                 assert staying in agent.room_ids
             assert adapter.log.count(f"enter {leaving}") == 1
             assert adapter.log.count(f"enter {staying}") == 1

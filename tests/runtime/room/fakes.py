@@ -24,6 +24,7 @@ from band_trio.adapter import (
     TurnHooks,
 )
 from band_trio.errors import InternalServerError, RoomExecutionStoppedError
+from band_trio.runtime.changes import StateChanges
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.preprocessor import DefaultPreprocessor
@@ -189,7 +190,11 @@ class Adapter(SimpleAdapter[HistoryProvider]):
         await tools.send_message("ok", [msg.sender_id])
 
 
-def make_room(rest: FakeRest, adapter: Adapter, **config: Any) -> Room:
+def make_room(
+    rest: FakeRest, adapter: Adapter, *, changes: StateChanges | None = None, **config: Any
+) -> Room:
+    """A room on ``rest`` (``config`` overrides the test defaults); ``changes``
+    is the notifier its services share (a fresh one when None)."""
     values: dict[str, Any] = {
         "state_dir": None,
         "idle_resync_interval": 10.0,
@@ -207,6 +212,7 @@ def make_room(rest: FakeRest, adapter: Adapter, **config: Any) -> Room:
         config=cfg,
         make_tools=lambda room_id, participants, hooks: FakeTools(rest, hooks),  # type: ignore[arg-type,return-value]
         rng=random.Random(7),
+        changes=changes if changes is not None else StateChanges(),
     )
     return Room(ROOM, services)
 
