@@ -176,7 +176,11 @@ async def _print_until_answered(
                 answered = answered or message.get("sender_id") == agent_id
         if answered:
             return
-        await platform.wait_for(lambda: len(room.messages) > stored)
+
+        def grown(stored: int = stored) -> bool:
+            return len(room.messages) > stored
+
+        await platform.wait_for(grown)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
