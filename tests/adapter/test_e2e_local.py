@@ -1,7 +1,10 @@
-"""End to end on the local platform: an adapter built only on ``band_trio.adapter``
-posts tool events, usage and failure reports, and the platform stores them with
-the exact shapes of tools_adapters.md §3.3. Also: the runtime's FILES pruning
-reaches the adapter's features before ``on_started`` (runtime.md §8.8)."""
+"""End to end on the local platform: an adapter built only on ``band_trio.adapter`` posts tool
+events, usage and failure reports, and the platform stores them with the exact shapes of (tools
+and adapters, "Event shapes the two adapters post"). Also: the runtime's FILES pruning reaches
+the adapter's features before ``on_started`` (official runtime, "Testable behaviours" 8).
+
+Reference: docs/reference/official-runtime.rst, docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -186,8 +189,8 @@ async def test_tool_events_usage_and_failures_are_stored_with_exact_shapes(
 
 
 async def test_events_alone_do_not_answer_a_message(band_platform: LocalPlatform) -> None:
-    """§9.64 with the shared pieces: tool events, usage and a read (observe
-    effects only) leave the turn a missing reply: one runtime error event."""
+    """The shared pieces of (tools and adapters, "Testable statements" 64): tool events, usage
+    and a read (observe effects only) leave the turn a missing reply: one runtime error event."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -235,8 +238,9 @@ async def flagged_scene(
 async def test_unserved_files_are_pruned_from_features_before_on_started(
     band_platform: LocalPlatform, flags: dict[str, bool], expected: set[Capability]
 ) -> None:
-    """runtime.md §8.8: "removed from the adapter's features" before on_started,
-    so the prompt and the offered tools agree with what the deployment serves."""
+    """The FILES tools are "removed from the adapter's features" before on_started, so the
+    prompt and the offered tools agree with what the deployment serves (official runtime,
+    "Testable behaviours" 8)."""
     with trio.fail_after(30):
         async with flagged_scene(band_platform, flags) as s:
             room_id = await s.new_room()

@@ -1,4 +1,7 @@
-"""Roster merge rules, participant list rendering, mention tokens and resolution."""
+"""Roster merge rules, participant list rendering, mention tokens and resolution.
+
+Reference: docs/reference/official-runtime.rst, docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +40,8 @@ SELF = person(AGENT, name="Helper", handle="owner/helper", type="Agent")
 
 
 def test_roster_starts_changed_and_commit_clears() -> None:
-    # runtime.md §8.62: the first turn gets participants_msg, even for an empty roster.
+    # The first turn gets participants_msg, even for an empty roster (official runtime,
+    # "Testable behaviours" 62).
     roster = Roster()
     assert roster.changed
     assert roster.commit(roster.snapshot())
@@ -45,7 +49,8 @@ def test_roster_starts_changed_and_commit_clears() -> None:
 
 
 def test_added_merges_per_field_and_null_never_erases() -> None:
-    # runtime.md §8.64: a participant_added without a known description keeps it.
+    # A participant_added without a known description keeps it (official runtime, "Testable
+    # behaviours" 64).
     roster = Roster([ALICE])
     roster.commit(roster.snapshot())
     event = ParticipantAdded(room_id="r", id="u-alice", name="Alice Smith", type="User")
@@ -71,7 +76,7 @@ def test_added_new_participant_gets_defaults() -> None:
 
 
 def test_field_change_marks_changed() -> None:
-    # runtime.md §8.63: a field refresh between turns re-sends the list.
+    # A field refresh between turns re-sends the list (official runtime, "Testable behaviours" 63).
     roster = Roster([ALICE])
     roster.commit(roster.snapshot())
     roster.apply_added(person("u-alice", handle="alice2"))
@@ -175,7 +180,7 @@ def test_merge_keeps_last_non_null_value(
 
 
 def test_empty_roster_message() -> None:
-    # tools_adapters.md §9.71.
+    # Pins (tools and adapters, "Testable statements" 71).
     assert render_participants_msg(Roster()) == (
         "## Current Participants\nNo other participants in this room."
     )
@@ -205,7 +210,7 @@ def test_no_description_note_without_descriptions() -> None:
 
 
 def test_description_flattened_quoted_and_capped() -> None:
-    # tools_adapters.md §9.72.
+    # Pins (tools and adapters, "Testable statements" 72).
     desc = 'Line one\n  "quoted"\tword ' + "x" * 300
     text = render_participants_msg([person("u", name="N", handle="h", description=desc)])
     line = text.split("\n")[1]
@@ -227,7 +232,8 @@ def test_blank_description_is_not_shown() -> None:
 
 
 def test_rewrite_tokens() -> None:
-    # runtime.md §8.61/§8.69, tools_adapters.md §9.74.
+    # Pins (official runtime, "Testable behaviours" 61, 69; tools and adapters,
+    # "Testable statements" 74).
     roster = Roster([ALICE, BOB, person("u-carol", name="Carol  Ann\tLee")])
     content = "@[[u-alice]] hi @[[u-bob]] and @[[u-carol]], not @[[u-nobody]]"
     assert rewrite_mention_tokens(content, roster) == (

@@ -1,5 +1,9 @@
-"""``AgentTools.send_failure``: the failure report is room-bound, best-effort,
-and marks the turn reported (tools_adapters.md §1.5, §3.3, §4.2)."""
+"""``AgentTools.send_failure``: the failure report is room-bound, best-effort, and marks the
+turn reported (tools and adapters, "Python-only methods on AgentTools"; "Event shapes the two
+adapters post"; "Lifecycle").
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
-"""The deployment's ``/me`` feature flags prune the FILES tools (runtime.md §8.8,
-§1.3 step 6; protocol.md §4.4 #1), end to end on the local platform."""
+"""The deployment's ``/me`` feature flags prune the FILES tools (official runtime, "Testable
+behaviours" 8; "start() — exact order", step 6; protocol, "Agent endpoints — details", #1), end
+to end on the local platform.
+
+Reference: docs/reference/protocol.rst, docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -112,9 +116,9 @@ def test_unserved_capabilities_from_flags(flags: Any, unserved: frozenset[Capabi
 async def test_files_tools_absent_when_the_platform_does_not_serve_files(
     band_platform: LocalPlatform, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """§8.8: ff_file_transfer false -> the FILES tools are never offered, even
+    """ff_file_transfer false -> the FILES tools are never offered, even
     when the adapter asks for every capability, and calling one is refused
-    without a request to the platform."""
+    without a request to the platform (official runtime, "Testable behaviours" 8)."""
     caplog.set_level(logging.INFO, logger="band_trio.agent")
     with trio.fail_after(30):
         probe, transport = await run_one_turn(
@@ -134,7 +138,8 @@ async def test_files_tools_absent_when_the_platform_does_not_serve_files(
 async def test_files_tools_present_when_the_platform_serves_files(
     band_platform: LocalPlatform, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """§8.8, the other side: ff_file_transfer true changes nothing."""
+    """The other side: ff_file_transfer true changes nothing (official runtime,
+    "Testable behaviours" 8)."""
     caplog.set_level(logging.INFO, logger="band_trio.agent")
     with trio.fail_after(30):
         probe, transport = await run_one_turn(

@@ -1,5 +1,8 @@
-"""AgentConfig knobs and small lifecycle rules, end to end (runtime.md §8.5,
-§8.35, §8.43, §8.59, §8.60, §8.93)."""
+"""AgentConfig knobs and small lifecycle rules, end to end (official runtime, "Testable
+behaviours" 5, 35, 43, 59, 60, 93).
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +31,8 @@ class Counting(httpx.AsyncHTTPTransport):
 
 
 async def test_me_rate_limits_are_waited_out(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.5: GET /agent/me answered 429 is retried (beyond the REST client's own
-    retries) before the agent starts."""
+    """GET /agent/me answered 429 is retried (beyond the REST client's own
+    retries) before the agent starts (official runtime, "Testable behaviours" 5)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             fault = band_platform.faults.add("GET", r"/api/v1/agent/me$", 429, 6, retry_after=0.01)
@@ -40,8 +43,9 @@ async def test_me_rate_limits_are_waited_out(band_platform) -> None:  # type: ig
 
 
 async def test_hydration_off_and_no_activity_reports(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.59: no context call, empty history, participants still loaded;
-    §8.93: enable_working_state=False sends no activity reports."""
+    """No context call, empty history, participants still loaded (official runtime,
+    "Testable behaviours" 59); enable_working_state=False sends no activity reports
+    ("Testable behaviours" 93)."""
     transport = Counting()
     with trio.fail_after(30):
         async with scene(band_platform) as s:
@@ -62,7 +66,8 @@ async def test_hydration_off_and_no_activity_reports(band_platform) -> None:  # 
 
 
 async def test_history_failure_gives_an_empty_history(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.60: the turn proceeds with an empty history when the context call fails."""
+    """The turn proceeds with an empty history when the context call fails (official runtime,
+    "Testable behaviours" 60)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -79,7 +84,8 @@ async def test_history_failure_gives_an_empty_history(band_platform) -> None:  #
 
 
 async def test_no_error_event_when_failures_are_not_reported(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.43: report_turn_failures=False marks the message failed, posts nothing."""
+    """report_turn_failures=False marks the message failed, posts nothing (official runtime,
+    "Testable behaviours" 43)."""
 
     async def boom(adapter: RecordingAdapter, msg: object, tools: object) -> None:
         raise RuntimeError("boom")
@@ -99,8 +105,8 @@ async def test_no_error_event_when_failures_are_not_reported(band_platform) -> N
 
 
 async def test_platform_processed_status_is_trusted(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.35: a message whose delivery status says processed (here: handled by
-    an earlier process whose ledger is gone) is skipped without a claim."""
+    """A message whose delivery status says processed (here: handled by an earlier process whose
+    ledger is gone) is skipped without a claim (official runtime, "Testable behaviours" 35)."""
     transport = Counting()
     with trio.fail_after(30):
         async with scene(band_platform) as s:
@@ -132,7 +138,8 @@ async def test_platform_processed_status_is_trusted(band_platform) -> None:  # t
 
 
 async def test_on_started_runs_before_the_socket_connects(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.7: the adapter is started (with the /me name) before any socket."""
+    """The adapter is started (with the /me name) before any socket (official runtime, "Testable
+    behaviours" 7)."""
     connected_at_start: list[bool] = []
 
     class Adapter(RecordingAdapter):
@@ -166,8 +173,9 @@ async def test_cancelled_during_startup_returns_promptly(band_platform) -> None:
 
 
 async def test_agent_without_a_description_is_refused(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.6: the platform reports an empty description: serve() fails with a
-    clear BandConfigError (one error, not a group) and the adapter never starts."""
+    """The platform reports an empty description: serve() fails with a clear BandConfigError
+    (one error, not a group) and the adapter never starts (official runtime, "Testable
+    behaviours" 6)."""
     from band_trio.errors import BandConfigError
 
     blank = band_platform.register_agent("Blank", " ")
@@ -181,8 +189,8 @@ async def test_agent_without_a_description_is_refused(band_platform) -> None:  #
 
 
 async def test_a_second_agent_on_the_same_state_is_refused(band_platform, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """§8.2/§8.3: the durable state is locked before any adapter hook or I/O
-    (an in-memory ledger takes no lock, §8.4)."""
+    """The durable state is locked before any adapter hook or I/O
+    (an in-memory ledger takes no lock) (official runtime, "Testable behaviours" 2-4)."""
     from band_trio.errors import AgentAlreadyRunningError
 
     config = fast_config(state_dir=tmp_path)

@@ -1,4 +1,8 @@
-"""``AgentConfig.conflict_policy`` on the public path (``Agent.create``), §8.29."""
+"""``AgentConfig.conflict_policy`` on the public path (``Agent.create``)
+(official runtime, "Testable behaviours" 29).
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -24,8 +28,9 @@ def _create(s, policy: str, adapter: RecordingAdapter) -> Agent:  # type: ignore
 
 
 async def test_create_with_reject_refuses_while_another_is_connected(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.29: a second agent built by Agent.create with conflict_policy="reject"
-    fails with AgentAlreadyRunningError; the first keeps serving."""
+    """A second agent built by Agent.create with conflict_policy="reject" fails with
+    AgentAlreadyRunningError; the first keeps serving (official runtime, "Testable behaviours"
+    29)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -47,7 +52,8 @@ async def test_create_with_reject_refuses_while_another_is_connected(band_platfo
 
 
 async def test_create_with_reject_connects_when_alone(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.29: "reject" only refuses when another connection exists."""
+    """The "reject" policy only refuses when another connection exists (official runtime,
+    "Testable behaviours" 29)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()

@@ -1,8 +1,12 @@
-"""Contact strategies through the real ``band_trio.Agent`` (issue 4 item 5).
+"""Contact events through the real ``band_trio.Agent``: every strategy (callback,
+hub room, broadcasts) end to end.
 
 Every test runs the real agent (link, engine, rooms, ``ContactEventHandler``)
 against the local platform, and every contact event is a real push on
-``agent_contacts:<agent id>`` caused by a human acting over REST.
+``agent_contacts:<agent id>`` caused by a human acting over REST (official
+runtime, "Testable behaviours" 97-102; beats "Weak spots" 1 and 6).
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations
@@ -258,10 +262,12 @@ async def _agent_asks(platform: LocalPlatform, s: Scene, handle: str) -> None:
     assert result.status == "approved"
 
 
-# ------------------------------------------------------------------ contact events through the engine
+# ------------------------------------------------------------------ contact events through the
+# engine
 async def test_callback_and_broadcast_reach_every_room_once(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.98: the callback runs once per event; broadcasts (dead in the official
-    SDK, §9.1) reach each room's next turn as contacts_msg, exactly once."""
+    """The callback runs once per event; broadcasts (dead in the official SDK: official runtime,
+    "Weak spots" 1) reach each room's next turn as contacts_msg, exactly once (official runtime,
+    "Testable behaviours" 98)."""
     seen: list[Any] = []
 
     async def on_event(event: Any, tools: Any) -> None:
@@ -298,8 +304,9 @@ async def test_callback_and_broadcast_reach_every_room_once(band_platform) -> No
 
 
 async def test_hub_room_turns_are_synthetic(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.100/§8.101: HUB_ROOM turns the event into a synthetic hub message (no
-    claim, no marks), handled by the adapter in the hub room without delay."""
+    """HUB_ROOM turns the event into a synthetic hub message (no claim, no marks), handled by
+    the adapter in the hub room without delay (official runtime, "Testable behaviours" 100,
+    101)."""
     config = ContactEventConfig(strategy=ContactStrategy.HUB_ROOM)
     bob = band_platform.create_user("Bob Builder", "bob")
     with trio.fail_after(30):

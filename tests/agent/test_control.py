@@ -1,4 +1,8 @@
-"""agent.control interrupt / stop / play, end to end (runtime.md §8.79-§8.89)."""
+"""agent.control interrupt / stop / play, end to end (official runtime, "Testable behaviours"
+79-89).
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +35,8 @@ async def _push(s: Scene, mode: str, room_id: str | None, correlation_id: str) -
 
 
 async def test_interrupt_cancels_the_turn_and_consumes_the_message(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.83: cancelled, nothing posted, marked processed, the room goes on."""
+    """Cancelled, nothing posted, marked processed, the room goes on (official runtime,
+    "Testable behaviours" 83)."""
     release = trio.Event()
     with trio.fail_after(20):
         async with scene(band_platform) as s:
@@ -52,7 +57,8 @@ async def test_interrupt_cancels_the_turn_and_consumes_the_message(band_platform
 
 
 async def test_control_is_deduplicated_by_correlation_id(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.80: the second signal with the same correlation id is ignored."""
+    """The second signal with the same correlation id is ignored (official runtime, "Testable
+    behaviours" 80)."""
     release = trio.Event()
     with trio.fail_after(20):
         async with scene(band_platform) as s:
@@ -77,8 +83,8 @@ async def test_control_is_deduplicated_by_correlation_id(band_platform) -> None:
 
 
 async def test_stop_pauses_and_play_replays(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.85/§8.86/§8.87: stop leaves the message processing and runs nothing new;
-    play re-runs it, then the queued one, in order."""
+    """Stop leaves the message processing and runs nothing new; play re-runs it, then the queued
+    one, in order (official runtime, "Testable behaviours" 85, 86, 87)."""
     release = trio.Event()
     with trio.fail_after(30):
         async with scene(band_platform) as s:
@@ -113,7 +119,8 @@ async def test_stop_pauses_and_play_replays(band_platform) -> None:  # type: ign
 
 
 async def test_agent_wide_stop_reaches_every_room(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.79: scope=agent without room_id applies to every served room."""
+    """scope=agent without room_id applies to every served room (official runtime, "Testable
+    behaviours" 79)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             rooms = [await s.new_room() for _ in range(3)]

@@ -1,12 +1,14 @@
-"""Issue 3 item 2: each way of running an agent surfaces a failure as ONE typed
-error, never an ``ExceptionGroup`` of one (``pytest.raises(T)`` does not match
-a group, so each check could fail).
+"""Each way of running an agent surfaces a failure as ONE typed error, never an
+``ExceptionGroup`` of one (``pytest.raises(T)`` does not match a group, so each
+check could fail).
 
 Entry points: ``trio.run(agent.serve)`` (literally, in a worker thread with its
 own Trio run), ``await agent.serve()``, ``await nursery.start(agent.serve)``
-and ``async with open_agent(...)`` (that one in test_agent_lifecycle's
+and ``async with open_agent(...)`` (that one in test_lifecycle's
 test_bad_key_surfaces_one_typed_error); failures before the agent is started (a
-refused key) and after (a superseding connection).
+refused key) and after (a superseding connection). Also the shared helper
+``band_trio._util.one_error`` they use (as does
+``band_trio.local.open_local_platform``).
 """
 
 from __future__ import annotations

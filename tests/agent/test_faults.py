@@ -4,6 +4,8 @@ Each test posts uniquely-worded messages, injects a fault, and checks on the
 local platform's own state that every message is ``processed`` and answered by
 exactly one agent reply (``Scene.assert_exactly_once``), and on the adapter that
 no message's turn completed twice.
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ async def test_bursts_of_429_and_5xx(band_platform) -> None:  # type: ignore[no-
 
 async def test_adapter_that_raises_is_stepped_past(band_platform) -> None:  # type: ignore[no-untyped-def]
     """A poison message fails max_attempts times, gets one generic error event,
-    and does not wedge the room (beats runtime.md §9.2)."""
+    and does not wedge the room (beats official runtime, "Weak spots" 2)."""
 
     async def behaviour(
         adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
@@ -228,7 +230,7 @@ async def test_fifty_rooms_while_one_is_slow(band_platform) -> None:  # type: ig
 
 
 async def test_failed_for_good_is_remembered_after_a_restart(band_platform, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Beats runtime.md §9.7: a poison message is not retried once per process start."""
+    """A poison message is not retried once per process start."""
 
     async def behaviour(
         adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol

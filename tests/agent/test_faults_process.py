@@ -1,8 +1,10 @@
 """The agent as a real process: killed by pid mid-backlog, restarted on the same
-state directory, then stopped with SIGTERM (runtime.md §8.26).
+state directory, then stopped with SIGTERM (official runtime, "Testable behaviours" 26).
 
 Every message must end processed exactly once with exactly one reply: the reply
 journaled by the killed process is only acked by its successor.
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The adapter's optional ``on_interrupt(room_id, mode)`` hook, end to end
-(runtime.md §2.12, §8.84, §8.85)."""
+(official runtime, "agent.control interrupt / stop / play"; "Testable behaviours" 84, 85).
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -59,8 +62,9 @@ async def _push(s: Scene, mode: str, room_id: str | None, correlation_id: str) -
 
 
 async def test_interrupt_between_turns_calls_the_hook_once(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.84: an interrupt with no turn running affects nothing, but the hook is
-    called once with mode "interrupt"; a duplicate signal does not call it again."""
+    """An interrupt with no turn running affects nothing, but the hook is called once with mode
+    "interrupt"; a duplicate signal does not call it again (official runtime, "Testable
+    behaviours" 84)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -81,8 +85,9 @@ async def test_interrupt_between_turns_calls_the_hook_once(band_platform) -> Non
 
 
 async def test_stop_mid_turn_notifies_once_and_play_does_not(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.85: stop cancels the turn, leaves the message processing and notifies
-    the adapter once with mode "stop"; play resumes without calling the hook."""
+    """Stop cancels the turn, leaves the message processing and notifies the adapter once with
+    mode "stop"; play resumes without calling the hook (official runtime, "Testable behaviours"
+    85)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -105,8 +110,8 @@ async def test_stop_mid_turn_notifies_once_and_play_does_not(band_platform) -> N
 
 
 async def test_agent_scope_signal_notifies_every_room(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§2.12: an agent-scope interrupt reaches every served room; the hook is
-    called once per room."""
+    """An agent-scope interrupt reaches every served room; the hook is
+    called once per room (official runtime, "agent.control interrupt / stop / play")."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             rooms = {await s.new_room(), await s.new_room()}

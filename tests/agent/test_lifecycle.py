@@ -1,52 +1,90 @@
 """End-to-end tests of the agent runtime against the local platform (loopback).
 
-runtime.md §8 statements covered here are tagged ``§8.N`` in the test docstrings.
+Reference: docs/reference/official-runtime.rst. The test docstrings cite the
+"Testable behaviours" they cover.
 """
 
-# Coverage of runtime.md §8 by the engine's tests (tests/runtime/), statement:
-# file (``differs`` = band-trio deliberately differs, see docs/differences.rst;
-# tests/wire, tests/tools = covered by that layer's own tests). Checked
-# against the tests by the issue-3 audit (docs/audit/issue-3.md).
-#   1 test_agent_lifecycle (env), test_config   2-4 test_agent_knobs (state lock; differs)
-#   5 test_agent_knobs                     6 test_agent_knobs (BandConfigError)
-#   7 test_agent_knobs (before the socket) 8 test_capabilities (at the tools)
-#   9 test_agent_lifecycle (start returns once joined), differs in part
-#  10, 11 test_room_joins                  12 test_room_recovery
-#  13-15, 17, 19-25 differs (no start/stop; cancellation is the lifecycle)
-#  16, 18 test_shutdown_bounded, test_shutdown_scaling (differs: one global
-#         deadline, concurrent cleanup, time independent of the room count)
-#  26 test_faults_process (SIGTERM)        27 differs   28 test_agent_lifecycle (differs)
-#  29 test_api_conflict                     30 tests/wire/test_link (heartbeats)
-#  31 test_agent_lifecycle (call order)    32 test_ledger, test_faults (processed 500s)
-#  33 differs (retryable acks never given up)   34, 39 test_agent_lifecycle, test_ledger
-#  35 test_agent_knobs                     36 test_ledger   40 test_agent_lifecycle (serial)
-#  37 test_room_timing (refused claims)    38 test_room_timing (gated claims)
-#  41 test_agent_lifecycle                 42 test_faults (differs: class-name label)
-#  43 test_agent_knobs                     44, 45 test_faults (poison; restart), test_ledger
-#  46 test_ledger, test_control_signals (stopped message re-run after play)
-#  47 test_room_timing, test_faults (hang) 48 test_faults (fifty rooms)
-#  49 test_room_recovery                   50 test_room_recovery (overflow order)
-#  51, 52 test_agent_lifecycle (backlog before live)   53 differs, test_faults
-#  54, 55 test_room_timing, test_schedule  56 test_schedule, test_room_recovery
-#  57 test_gaps_reconcile (acks retried before /next; /next not read while an
-#     ack fails), test_faults (bursts)
-#  58 test_agent_lifecycle                 59, 60 test_agent_knobs   61 test_history
-#  62, 63 test_agent_lifecycle, test_roster   64 test_roster   65 test_api_participants
-#  66 test_room_recovery                   67 test_room_commit
-#  68 test_agent_contacts, test_contacts_agent   69 test_preprocessor   70 test_preprocessor
-#  71 test_room_recovery                   72, 74, 77 test_room_membership
-#  73 test_room_membership   75 differs (the engine keeps the completed cache)   76 differs
-#  78 test_room_recovery                   79 test_control_signals
-#  80, 81 test_schedule (80 also test_control_signals)
-#  82 structural (applied synchronously in arrival order)
-#  83, 85, 86, 87 test_control_signals     84 test_api_interrupt   88 test_room_timing
-#  89 test_room_recovery (403)             90 test_room_timing (activity echo)
-#  91 differs   92 test_agent_lifecycle, test_room_activity (differs: concurrent)
-#  93 test_agent_knobs                     94 test_room_commit
-#  95 test_faults (activity 500s)          96 test_config
-#  97-102 test_agent_contacts, test_contacts_agent, tests/tools
-#  103, 104, 107, 108 tests/tools          105 differs (overflow -> resync), test_room_recovery
-#  106 tests/wire/test_link                109-111 differs   112 differs, test_config
+# Coverage of the official runtime's "Testable behaviours" by the tests (paths
+# under tests/), statement: file (``differs`` = band-trio deliberately differs,
+# see docs/differences.rst; wire/..., tools = covered by that layer's own tests).
+#   1 agent/test_lifecycle (env), runtime/core/test_config
+#   2-4 agent/test_config_knobs (state lock; differs)
+#   5 agent/test_config_knobs
+#   6 agent/test_config_knobs (BandConfigError)
+#   7 agent/test_config_knobs (before the socket)
+#   8 agent/test_capabilities (at the tools)
+#   9 agent/test_lifecycle (start returns once joined), differs in part
+#   10, 11 runtime/room/test_joins
+#   12 agent/test_room_recovery
+#   13-15, 17, 19-25 differs (no start/stop; cancellation is the lifecycle)
+#   16, 18 agent/test_shutdown, runtime/room/test_shutdown (differs: one global deadline,
+#       concurrent cleanup, time independent of the room count)
+#   26 agent/test_faults_process (SIGTERM)
+#   27 differs
+#   28 agent/test_lifecycle (differs)
+#   29 agent/test_conflict
+#   30 wire/test_link (heartbeats)
+#   31 agent/test_lifecycle (call order)
+#   32 runtime/core/test_ledger, agent/test_faults (processed 500s)
+#   33 differs (retryable acks never given up)
+#   34, 39 agent/test_lifecycle, runtime/core/test_ledger
+#   35 agent/test_config_knobs
+#   36 runtime/core/test_ledger
+#   37 runtime/room/test_timing (refused claims)
+#   38 runtime/room/test_timing (gated claims)
+#   40 agent/test_lifecycle (serial)
+#   41 agent/test_lifecycle
+#   42 agent/test_faults (differs: class-name label)
+#   43 agent/test_config_knobs
+#   44, 45 agent/test_faults (poison; restart), runtime/core/test_ledger
+#   46 runtime/core/test_ledger, agent/test_control (stopped message re-run after play)
+#   47 runtime/room/test_timing, agent/test_faults (hang)
+#   48 agent/test_faults (fifty rooms)
+#   49 agent/test_room_recovery
+#   50 agent/test_room_recovery (overflow order)
+#   51, 52 agent/test_lifecycle (backlog before live)
+#   53 differs, agent/test_faults
+#   54, 55 runtime/room/test_timing, runtime/core/test_schedule
+#   56 runtime/core/test_schedule, agent/test_room_recovery
+#   57 runtime/room/test_timing (acks retried before /next; /next not read while an ack fails),
+#       agent/test_faults (bursts)
+#   58 agent/test_lifecycle
+#   59, 60 agent/test_config_knobs
+#   61 runtime/core/test_history
+#   62, 63 agent/test_lifecycle, adapter/test_roster
+#   64 adapter/test_roster
+#   65 agent/test_participants
+#   66 agent/test_room_recovery
+#   67 runtime/room/test_commit
+#   68 agent/test_contacts
+#   69 runtime/core/test_preprocessor
+#   70 runtime/core/test_preprocessor
+#   71 agent/test_room_recovery
+#   72, 74, 77 agent/test_room_membership
+#   73 agent/test_room_membership
+#   75 differs (the engine keeps the completed cache), agent/test_room_membership
+#   76 differs
+#   78 agent/test_room_recovery
+#   79 agent/test_control
+#   80, 81 runtime/core/test_schedule (80 also agent/test_control)
+#   82 structural (applied synchronously in arrival order)
+#   83, 85, 86, 87 agent/test_control
+#   84 agent/test_interrupt
+#   88 runtime/room/test_timing
+#   89 agent/test_room_recovery (403)
+#   90 runtime/room/test_timing (activity echo)
+#   91 differs
+#   92 agent/test_lifecycle, runtime/room/test_activity (differs: concurrent)
+#   93 agent/test_config_knobs
+#   94 runtime/room/test_commit
+#   95 agent/test_faults (activity 500s)
+#   96 runtime/core/test_config
+#   97-102 agent/test_contacts, tools
+#   103, 104, 107, 108 tools
+#   105 differs (overflow -> resync), agent/test_room_recovery
+#   106 wire/test_link
+#   109-111 differs
+#   112 differs, runtime/core/test_config
 
 from __future__ import annotations
 
@@ -104,7 +142,8 @@ def test_agent_refuses_an_object_that_is_not_an_adapter() -> None:
 
 
 async def test_start_returns_once_rooms_are_joined(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.9: existing rooms are joined before serve() reports started."""
+    """Existing rooms are joined before serve() reports started (official runtime, "Testable
+    behaviours" 9)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             rooms = {await s.new_room() for _ in range(3)}
@@ -119,11 +158,11 @@ async def test_start_returns_once_rooms_are_joined(band_platform) -> None:  # ty
 
 
 async def test_first_turn_call_order(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.31: /next (startup), participants, context, processing, handler, processed.
+    """/next (startup), participants, context, processing, handler, processed.
 
     band-trio reports activity concurrently with the turn (never delaying it),
     so ``working: true`` is only required to come after the claim and
-    ``working: false`` after the handler.
+    ``working: false`` after the handler (official runtime, "Testable behaviours" 31).
     """
     calls: list[str] = []
 
@@ -189,7 +228,8 @@ async def test_first_turn_call_order(band_platform) -> None:  # type: ignore[no-
 
 
 async def test_backlog_runs_oldest_first_before_live(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.51/§8.52: backlog from /next first, oldest first; live messages after, once."""
+    """Backlog from /next first, oldest first; live messages after, once (official runtime,
+    "Testable behaviours" 51, 52)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -206,7 +246,7 @@ async def test_backlog_runs_oldest_first_before_live(band_platform) -> None:  # 
 
 
 async def test_turns_are_serial_in_a_room_and_concurrent_across_rooms(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.40/§8.41."""
+    """Pins (official runtime, "Testable behaviours" 40, 41)."""
     both_running = trio.Event()
 
     async def behaviour(
@@ -236,7 +276,8 @@ async def test_turns_are_serial_in_a_room_and_concurrent_across_rooms(band_platf
 
 
 async def test_own_messages_and_duplicates_are_not_run(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.34/§8.39: a redelivered message and an own echo cause no turn."""
+    """A redelivered message and an own echo cause no turn (official runtime, "Testable
+    behaviours" 34, 39)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -274,8 +315,8 @@ async def test_own_messages_and_duplicates_are_not_run(band_platform) -> None:  
 
 
 async def test_participants_msg_and_bootstrap(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.58/§8.62/§8.63: participants on the first turn and after a change;
-    bootstrap history only on the first turn, strictly before the trigger."""
+    """Participants on the first turn and after a change; bootstrap history only on the first
+    turn, strictly before the trigger (official runtime, "Testable behaviours" 58, 62, 63)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -301,7 +342,7 @@ async def test_participants_msg_and_bootstrap(band_platform) -> None:  # type: i
 
 
 async def test_history_is_the_newest_before_the_trigger(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """Beats runtime.md §9.3: the newest messages, cut before the trigger."""
+    """The newest messages, cut before the trigger (beats official runtime, "Weak spots" 3)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -457,7 +498,8 @@ async def test_api_key_never_reaches_the_logs(
 
 
 async def test_superseded_agent_stops_with_one_typed_error(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.28 (deliberately different, docs/differences.rst): a newer connection
+    """Deliberately different from (official runtime, "Testable behaviours" 28), see
+    docs/differences.rst: a newer connection
     evicts ours; serve() shuts down and raises SupersededError, not a group."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:

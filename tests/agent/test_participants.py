@@ -1,5 +1,12 @@
-"""``on_participant_added`` / ``on_participant_removed`` callbacks, end to end
-(runtime.md §7.4, §8.65)."""
+"""Participants, end to end: the ``on_participant_added`` /
+``on_participant_removed`` callbacks (official runtime, "Other knobs";
+"Testable behaviours" 65), and rosters refreshed after a reconnect (beats
+"Reconnect reconciliation" and "Weak spots" 11): a participant added while the
+agent's socket was down (its ``participant_added`` push never seen) shows up in
+the next turn's ``participants_msg``.
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -68,8 +75,9 @@ class Recorder:
 
 
 async def test_callbacks_run_after_the_roster_update(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.65: each callback gets (room_id, event) once, after the roster took
-    the event (added: present; removed: gone); Agent.create/open_agent wire them."""
+    """Each callback gets (room_id, event) once, after the roster took the event (added:
+    present; removed: gone); Agent.create/open_agent wire them (official runtime, "Testable
+    behaviours" 65)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -104,7 +112,7 @@ async def test_callbacks_run_after_the_roster_update(band_platform) -> None:  # 
 async def test_a_failing_callback_is_logged_and_swallowed(
     band_platform, caplog: pytest.LogCaptureFixture
 ) -> None:  # type: ignore[no-untyped-def]
-    """§8.65: callback exceptions do not affect processing."""
+    """Callback exceptions do not affect processing (official runtime, "Testable behaviours" 65)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -191,7 +199,8 @@ def test_a_callback_that_is_not_callable_is_refused() -> None:
         )
 
 
-# ------------------------------------------------------------------ rosters refreshed after a reconnect
+# ------------------------------------------------------------------ rosters refreshed after a
+# reconnect
 UPGRADE = r"/api/v1/socket/websocket$"
 ROOM_LISTING = r"/api/v1/agent/chats$"
 

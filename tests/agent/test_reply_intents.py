@@ -2,9 +2,10 @@
 
 The tools journal a digest of each reply before posting it; when the message
 comes up again with that intent still open, the room looks for the reply on
-the platform (the room's context) and, if it landed, only acks the message.
-Each end-to-end test runs a real agent over loopback against the local
-platform and checks the platform's own state.
+the platform (the room's context) and, if it landed, only acks the message; a
+recovered reply is never taken for a later message's lost one. Each test runs
+a real agent over loopback against the local platform and checks the
+platform's own state.
 """
 
 from __future__ import annotations
@@ -290,7 +291,8 @@ async def test_after_a_restart_a_reply_to_another_message_is_not_taken_for_the_l
             assert sum(1 for t in s.agent_texts(room_id) if t.endswith("noted")) == 2
 
 
-# ------------------------------------------------------------------ recovered replies and later messages
+# ------------------------------------------------------------------ recovered replies and later
+# messages
 
 
 async def test_a_recovered_reply_is_not_taken_for_a_later_messages_lost_reply(  # type: ignore[no-untyped-def]

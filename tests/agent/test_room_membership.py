@@ -1,4 +1,15 @@
-"""Rooms joining and leaving while the agent runs (runtime.md §8.72-§8.78)."""
+"""Rooms joining and leaving while the agent runs (official runtime, "Testable
+behaviours" 72-78).
+
+Releasing a room keeps its completed cache (the official runtime drops it,
+"Testable behaviours" 75; band-trio deliberately differs, docs/differences.rst
+"Releasing a room"): the cache is what stops a re-run of a message whose
+``processed`` mark was settled without the platform recording it (404 "gone",
+or a terminal refusal given up after ``max_attempts``), which ``/next`` still
+offers once the room is re-added.
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +21,8 @@ from .harness import RecordingAdapter, scene, serving, token
 
 
 async def test_room_added_while_running_is_joined_and_drained(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.72: room_added joins the room and drains its backlog."""
+    """room_added joins the room and drains its backlog (official runtime, "Testable behaviours"
+    72)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
             adapter = RecordingAdapter()
@@ -26,7 +38,8 @@ async def test_room_added_while_running_is_joined_and_drained(band_platform) -> 
 
 
 async def test_removal_cancels_the_turn_and_cleans_up_once(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.74: room_removed cancels the in-flight turn, then on_cleanup runs once."""
+    """room_removed cancels the in-flight turn, then on_cleanup runs once (official runtime,
+    "Testable behaviours" 74)."""
 
     async def hang(
         adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
@@ -47,7 +60,8 @@ async def test_removal_cancels_the_turn_and_cleans_up_once(band_platform) -> Non
                 assert adapter.calls[0].cancelled
                 assert room_id not in agent.room_ids
                 assert keep in agent.room_ids
-                # Re-adding starts afresh: a new worker bootstraps again (§8.77).
+                # Re-adding starts afresh: a new worker bootstraps again (official runtime,
+                # "Testable behaviours" 77).
                 adapter.behaviour = _echo
                 await s.human.add_participant(room_id, s.agent_id)
                 await s.wait_for(lambda: room_id in agent.room_ids)
@@ -69,7 +83,8 @@ async def _echo(adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToo
 
 
 async def test_messages_for_unknown_rooms_are_dropped(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.73: an event for a room the agent does not serve is dropped (counted)."""
+    """An event for a room the agent does not serve is dropped (counted) (official runtime,
+    "Testable behaviours" 73)."""
     from band_trio.wire.events import ParticipantRemoved
 
     with trio.fail_after(20):
@@ -84,7 +99,8 @@ async def test_messages_for_unknown_rooms_are_dropped(band_platform) -> None:  #
                 assert agent.statistics().unrouted == 1
 
 
-# ------------------------------------------------------------------ releasing a room keeps its completed cache
+# ------------------------------------------------------------------ releasing a room keeps its
+# completed cache
 PROCESSED = r"/api/v1/agent/chats/[^/]+/messages/[^/]+/processed$"
 
 

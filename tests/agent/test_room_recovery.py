@@ -1,5 +1,8 @@
 """Room recovery paths: inbox overflow, reconnect re-listing, startup listing
-failure, deferred inputs, judged turns and platform-observed stops."""
+failure, deferred inputs, judged turns and platform-observed stops.
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -62,8 +65,8 @@ async def test_inbox_overflow_resyncs_from_next_without_loss(band_platform) -> N
 
 
 async def test_reconnect_relists_rooms(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.78: after a reconnect, rooms added or removed meanwhile are picked up,
-    and messages missed while disconnected are drained."""
+    """After a reconnect, rooms added or removed meanwhile are picked up, and messages missed
+    while disconnected are drained (official runtime, "Testable behaviours" 78)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             leaving = await s.new_room()
@@ -91,7 +94,8 @@ async def test_reconnect_relists_rooms(band_platform) -> None:  # type: ignore[n
 
 
 async def test_startup_listing_failure_is_retried(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.12 (and beats §9.16): start succeeds, and the rooms come later."""
+    """Start succeeds, and the rooms come later (official runtime, "Testable behaviours" 12;
+    beats "Weak spots" 16)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -106,7 +110,8 @@ async def test_startup_listing_failure_is_retried(band_platform) -> None:  # typ
 
 
 async def test_input_not_accepted_is_retried_without_failure(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.49: not marked failed, no error event, attempt not charged, retried."""
+    """Not marked failed, no error event, attempt not charged, retried (official runtime,
+    "Testable behaviours" 49)."""
     refused: set[str] = set()
 
     async def behaviour(
@@ -126,7 +131,8 @@ async def test_input_not_accepted_is_retried_without_failure(band_platform) -> N
                 mid = await s.post(room_id, word)
                 await s.wait_for(lambda: s.processed(room_id, mid))
             assert len(adapter.calls) == 2
-            # The input was not accepted: the second call is a bootstrap again (§8.66).
+            # The input was not accepted: the second call is a bootstrap again (official
+            # runtime, "Testable behaviours" 66).
             assert adapter.calls[1].is_session_bootstrap
             assert adapter.calls[1].participants_msg is not None
             assert s.agent_events(room_id, "error") == []
@@ -135,7 +141,8 @@ async def test_input_not_accepted_is_retried_without_failure(band_platform) -> N
 
 
 async def test_turn_without_a_reply_is_judged(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.71: one missing-reply error event, marked failed, never retried."""
+    """One missing-reply error event, marked failed, never retried (official runtime, "Testable
+    behaviours" 71)."""
 
     async def silent(
         adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
@@ -163,8 +170,8 @@ async def test_turn_without_a_reply_is_judged(band_platform) -> None:  # type: i
 
 
 async def test_execution_stopped_on_reply_retries_the_message_later(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.89: a 403 "execution is stopped" on the reply cancels the turn
-    cooperatively; the message is retried later (not paused) and answered once."""
+    """A 403 "execution is stopped" on the reply cancels the turn cooperatively; the message is
+    retried later (not paused) and answered once (official runtime, "Testable behaviours" 89)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()

@@ -1,4 +1,4 @@
-"""Settlement outcomes end to end (issue 3 item 5, protocol.md §5.3): what the
+"""Settlement outcomes end to end (protocol, "Per-room worker algorithm"): what the
 agent does when the ``processed`` write of a completed turn is answered 404
 (message gone), 422 (no active attempt: re-claim, then ack), 5xx or a
 transport error (unconfirmed: the ack is retried later, the turn never re-run).
@@ -7,6 +7,8 @@ Each test runs a real agent over loopback against the local platform, makes
 the ``processed`` POST fail with a fault rule, and checks on the platform's
 own state and on the adapter that the handler ran exactly once with exactly
 one reply.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations

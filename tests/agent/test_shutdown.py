@@ -1,4 +1,13 @@
-"""Shutdown: fenced at once, one global deadline, concurrent cleanup (runtime.md §9.9)."""
+"""Shutdown and cleanup, end to end: intake fenced at once, one global deadline,
+concurrent cleanup (beats official runtime, "Weak spots" 9).
+
+Shutdown runs every room's ``on_cleanup`` and then the adapter's
+``cleanup_all``, shielded (they may await although ``serve`` was cancelled);
+an ``on_cleanup`` or ``cleanup_all`` that hangs is cancelled at
+``AgentConfig.cleanup_timeout`` and does not hold the shutdown or other rooms.
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -90,7 +99,8 @@ async def test_running_turns_finish_within_the_deadline_and_new_work_is_fenced(
             assert adapter.cleanups == [room_id]
 
 
-# ------------------------------------------------------------------ cleanup on shutdown and on room removal
+# ------------------------------------------------------------------ cleanup on shutdown and on
+# room removal
 class CleanupAdapter(RecordingAdapter):
     """``on_cleanup`` hangs for the rooms in ``hang``; the others take a few
     checkpoints (so an unshielded cleanup would be cancelled at its first
@@ -173,9 +183,10 @@ async def test_hanging_cleanup_all_is_bounded(band_platform) -> None:  # type: i
 
 
 async def test_removed_room_with_hanging_cleanup_blocks_nothing(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """§8.74 / item 7: removal runs ``on_cleanup`` once, shielded under the
+    """Removal runs ``on_cleanup`` once, shielded under the
     deadline; while it hangs, other rooms are served; at the deadline it is
-    cancelled, and shutdown later does not run it again."""
+    cancelled, and shutdown later does not run it again (official runtime,
+    "Testable behaviours" 74)."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             leaving = await s.new_room()

@@ -1,6 +1,9 @@
-"""AgentTools with unserved capabilities (runtime.md §8.8, §1.3 step 6): the
-FILES tools are never offered, whatever the caller asks for, and calling one
-answers NOT_OFFERED without a request to the platform."""
+"""AgentTools with unserved capabilities (official runtime, "Testable behaviours" 8; "start() —
+exact order", step 6): the FILES tools are never offered, whatever the caller asks for, and
+calling one answers NOT_OFFERED without a request to the platform.
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 

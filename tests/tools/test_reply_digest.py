@@ -1,7 +1,11 @@
-"""reply_digest: the text an agent sends and the text the platform stores
-(mention tokens inserted or prepended, protocol.md §5.8) have one digest;
-different texts have different digests. Checked against the local platform's
-own storage."""
+"""reply_digest: the text an agent sends and the text the platform stores (mention
+tokens inserted or prepended: protocol, "Mention tokens in content") have one
+digest, also when a mention touches punctuation ("@alice, ...", "thanks
+@alice!", "(cc @alice)"); different texts have different digests. Checked
+against the local platform's own storage.
+
+Reference: docs/reference/protocol.rst.
+"""
 
 from __future__ import annotations
 

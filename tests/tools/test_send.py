@@ -1,5 +1,7 @@
 """send_message / send_event: mention resolution, blank refusal, truncation,
-reply journaling, effects, and the stopped-room path."""
+reply journaling (the digest of each reply is journaled as an intent before the
+post, settled after it), effects, and the stopped-room path.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""AgentConfig validation and AgentSettings resolution from the environment."""
+"""AgentConfig validation and AgentSettings resolution from the environment.
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -81,7 +84,7 @@ def test_invalid_values_name_the_setting(field: str, value: Any) -> None:
 
 
 def test_working_state_rules_only_when_enabled() -> None:
-    # runtime.md §8.96.
+    # Pins (official runtime, "Testable behaviours" 96).
     with pytest.raises(BandConfigError, match="working_request_timeout"):
         AgentConfig(working_keep_alive=2.0, working_request_timeout=2.0)
     AgentConfig(enable_working_state=False, working_keep_alive=10.0, working_request_timeout=20.0)
@@ -152,7 +155,8 @@ def test_blank_explicit_argument_falls_back_to_env() -> None:
 
 
 def test_production_defaults_when_no_urls() -> None:
-    # runtime.md §8.1: no argument and no (or empty) variable -> production URLs.
+    # No argument and no (or empty) variable -> production URLs (official runtime, "Testable
+    # behaviours" 1).
     s = AgentSettings.from_env({"BAND_AGENT_ID": "a", "BAND_API_KEY": KEY, "BAND_WS_URL": ""})
     assert (s.rest_url, s.ws_url) == (DEFAULT_REST_URL, DEFAULT_WS_URL)
 
@@ -229,7 +233,8 @@ def test_key_text_never_leaks_into_errors(secret: str, rest: str) -> None:
 
 
 def test_config_from_prefixed_env() -> None:
-    # runtime.md §8.112, with the BAND_ prefix (deliberate difference, §9 item 15).
+    # With the BAND_ prefix (official runtime, "Testable behaviours" 112; a deliberate
+    # difference, "Weak spots" 15).
     env = {
         "BAND_MAX_ATTEMPTS": "5",
         "band_turn_timeout": "120",

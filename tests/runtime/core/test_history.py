@@ -1,4 +1,7 @@
-"""History mapping and the newest-window selection (sans-io)."""
+"""History mapping and the newest-window selection (sans-io).
+
+Reference: docs/reference/official-runtime.rst, docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -45,7 +48,8 @@ ROSTER = Roster(
 
 
 def test_roles_own_agent_only_is_assistant() -> None:
-    # runtime.md §8.61 and the deliberate difference of §9.19: other agents are "user".
+    # Other agents are "user" (official runtime, "Testable behaviours" 61, and the
+    # deliberate difference of "Weak spots" 19).
     own = history_item(msg("1", sender_id=AGENT, sender_type="Agent"), ROSTER, agent_id=AGENT)
     other_agent = history_item(
         msg("2", sender_id="agent-2", sender_type="Agent", sender_name="Bot2"),
@@ -107,7 +111,8 @@ def page(*ids: str) -> list[ChatMessage]:
 
 
 def test_forward_keeps_newest_before_trigger() -> None:
-    # runtime.md §8.58 / tools_adapters.md §9.75: strictly before the trigger.
+    # Strictly before the trigger (official runtime, "Testable behaviours" 58; tools and
+    # adapters, "Testable statements" 75).
     w = HistoryWindow(trigger_id="t", limit=3)
     w.feed_forward(page("1", "2", "3"))
     assert not w.trigger_seen

@@ -1,4 +1,9 @@
-"""ClaimsLedger: claims, attempts, outcomes, bounds, and survival across restarts."""
+"""ClaimsLedger: claims, attempts, outcomes, bounds, survival across restarts, and
+reply intents (durable, dropped one by one or all at once, gone when the
+message is completed or failed for good).
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +38,8 @@ R = "room-1"
 
 
 def test_claim_is_exclusive_until_released() -> None:
-    # runtime.md §8.36: the live and /next paths never run one id at once.
+    # The live and /next paths never run one id at once (official runtime, "Testable behaviours"
+    # 36).
     ledger = ClaimsLedger.in_memory()
     claim = ledger.try_claim(R, "m1")
     assert isinstance(claim, Claim)
@@ -60,7 +66,8 @@ def test_stale_claim_cannot_release_a_newer_one() -> None:
 
 
 def test_completed_is_never_claimed_again() -> None:
-    # runtime.md §8.34: a processed message delivered again is not re-run.
+    # A processed message delivered again is not re-run (official runtime, "Testable behaviours"
+    # 34).
     ledger = ClaimsLedger.in_memory()
     claim = ledger.try_claim(R, "m1")
     assert isinstance(claim, Claim)
@@ -74,7 +81,8 @@ def test_completed_is_never_claimed_again() -> None:
 
 
 def test_ack_pending_means_ack_only() -> None:
-    # runtime.md §8.32: a refused `processed` write is retried as an ack only.
+    # A refused `processed` write is retried as an ack only (official runtime, "Testable
+    # behaviours" 32).
     ledger = ClaimsLedger.in_memory()
     claim = ledger.try_claim(R, "m1")
     assert isinstance(claim, Claim)
@@ -88,7 +96,8 @@ def test_ack_pending_means_ack_only() -> None:
 
 
 def test_ack_failures_are_counted_until_given_up() -> None:
-    # runtime.md §8.33: after the ack budget the message counts as completed anyway.
+    # After the ack budget the message counts as completed anyway (official runtime, "Testable
+    # behaviours" 33).
     ledger = ClaimsLedger.in_memory(max_attempts=2)
     ledger.mark_ack_pending(R, "m1")
     assert ledger.note_ack_failure(R, "m1") == 1
@@ -99,7 +108,8 @@ def test_ack_failures_are_counted_until_given_up() -> None:
 
 
 def test_attempt_budget_and_final_failure() -> None:
-    # runtime.md §8.45: a failing message runs at most max_attempts times.
+    # A failing message runs at most max_attempts times (official runtime, "Testable behaviours"
+    # 45).
     ledger = ClaimsLedger.in_memory(max_attempts=3)
     numbers = []
     for _ in range(3):
@@ -115,7 +125,7 @@ def test_attempt_budget_and_final_failure() -> None:
 
 
 def test_discarded_attempts_do_not_count() -> None:
-    # runtime.md §8.46: interrupted or stopped turns are not charged.
+    # Interrupted or stopped turns are not charged (official runtime, "Testable behaviours" 46).
     ledger = ClaimsLedger.in_memory(max_attempts=1)
     for _ in range(5):
         claim = ledger.try_claim(R, "m1")
@@ -218,7 +228,8 @@ def test_failed_is_bounded_oldest_first() -> None:
 
 
 def test_forget_room_keeps_acks_replies_and_failures(tmp_path: Path) -> None:
-    # runtime.md §8.75: a released room drops its completed cache but keeps ack-pending.
+    # A released room drops its completed cache but keeps ack-pending (official runtime,
+    # "Testable behaviours" 75).
     path = tmp_path / "ledger.sqlite3"
     with ClaimsLedger.open(path) as ledger:
         ledger.mark_completed(R, "done")
@@ -491,7 +502,8 @@ test_ledger_matches_model = LedgerMachine.TestCase
 
 
 def test_exclusive_lock_refuses_a_second_holder(tmp_path: Path) -> None:
-    # runtime.md §8.3 (in spirit): a second instance on the same state is refused.
+    # A second instance on the same state is refused (official runtime,
+    # "Testable behaviours" 3, in spirit).
     path = tmp_path / "ledger.sqlite3"
     first = ClaimsLedger.open(path, exclusive=True)
     with pytest.raises(AgentAlreadyRunningError, match="in use"):

@@ -1,4 +1,7 @@
-"""DefaultPreprocessor (reference runtime.md §3)."""
+"""DefaultPreprocessor (official runtime, "Default preprocessor").
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -90,7 +93,7 @@ def created(**kw: Any) -> MessageCreated:
 
 
 def test_builds_agent_input() -> None:
-    # runtime.md §8.69: content rewritten, sender_name from the roster.
+    # Content rewritten, sender_name from the roster (official runtime, "Testable behaviours" 69).
     c = Ctx()
     history = HistoryProvider(
         [HistoryItem(role="user", content="x", sender_name="Ann", sender_type="User")]
@@ -155,7 +158,7 @@ def test_unknown_sender_keeps_platform_name_and_bad_timestamp_is_none() -> None:
 
 
 def test_own_messages_dropped_without_building_tools() -> None:
-    # runtime.md §8.39.
+    # Pins (official runtime, "Testable behaviours" 39).
     c = Ctx()
     ev = created(sender_id=AGENT, sender_type="Agent")
     assert DefaultPreprocessor().process(c.context(), ev, AGENT) is None
@@ -180,7 +183,7 @@ def test_other_agents_and_case_mismatch_pass() -> None:
     ],
 )
 def test_non_message_events_dropped(event: object) -> None:
-    # runtime.md §8.70.
+    # Pins (official runtime, "Testable behaviours" 70).
     c = Ctx()
     assert DefaultPreprocessor().process(c.context(), event, AGENT) is None
     assert c.made == 0
@@ -253,7 +256,8 @@ def test_any_valid_message_is_built_or_dropped_never_raises(
 
 
 def test_ready_platform_message_passes_through() -> None:
-    # Synthetic hub messages (RoomSink.enqueue_synthetic of runtime.contact_events) are PlatformMessages.
+    # Synthetic hub messages (RoomSink.enqueue_synthetic of runtime.contact_events) are
+    # PlatformMessages.
     synthetic = PlatformMessage(
         id="s-1",
         room_id=ROOM,

@@ -1,4 +1,7 @@
-"""Reconcile schedule and control de-duplication (sans-io)."""
+"""Reconcile schedule and control de-duplication (sans-io).
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ def make(now: float = 0.0, jitter: float = 0.5, **kw: float | None) -> Reconcile
 
 @given(st.floats(min_value=0.0, max_value=0.999999), st.floats(min_value=0, max_value=1e6))
 def test_first_check_is_jittered_within_base(jitter: float, now: float) -> None:
-    # runtime.md §8.54: the first reconcile is at a random time within the base interval.
+    # The first reconcile is at a random time within the base interval (official runtime,
+    # "Testable behaviours" 54).
     s = make(now=now, jitter=jitter)
     assert now <= s.due <= now + 60.0
     assert s.due == pytest.approx(now + jitter * 60.0)
@@ -33,7 +37,8 @@ def test_first_check_is_jittered_within_base(jitter: float, now: float) -> None:
 
 
 def test_empty_doubles_up_to_max_and_work_resets() -> None:
-    # runtime.md §8.55: empty /next doubles the interval up to the maximum; work resets it.
+    # Empty /next doubles the interval up to the maximum; work resets it (official runtime,
+    # "Testable behaviours" 55).
     s = make(jitter=0.0)
     t = 0.0
     intervals = []
@@ -83,7 +88,7 @@ def test_stopped_interval_defaults_to_base() -> None:
 
 
 def test_play_resets_and_requests_a_check() -> None:
-    # runtime.md §8.87: PLAY clears the stop and polls /next immediately.
+    # PLAY clears the stop and polls /next immediately (official runtime, "Testable behaviours" 87).
     s = make(base=10.0, maximum=100.0, stopped=50.0, jitter=0.9)
     s.set_stopped(True, 0.0)
     s.completed(ReconcileOutcome.STOPPED, 9.0)
@@ -96,7 +101,8 @@ def test_play_resets_and_requests_a_check() -> None:
 
 
 def test_requests_coalesce_and_never_postpone() -> None:
-    # runtime.md §8.56: concurrent resync requests collapse into one pending request.
+    # Concurrent resync requests collapse into one pending request (official runtime, "Testable
+    # behaviours" 56).
     s = make(jitter=0.5)
     assert s.request(5.0) is True
     assert s.request(6.0) is False
@@ -163,8 +169,8 @@ def test_maximum_is_raised_to_base() -> None:
 
 
 def test_duplicate_correlation_id_is_seen_only_after_record() -> None:
-    # runtime.md §8.80 and §8.81: a duplicate is ignored, but only once the
-    # first copy was applied (recorded).
+    # A duplicate is ignored, but only once the
+    # first copy was applied (recorded) (official runtime, "Testable behaviours" 80, 81).
     d = ControlDeduplicator(4)
     assert not d.seen("c1")
     assert not d.seen("c1")  # not applied yet (room not routed): a copy still applies

@@ -1,5 +1,8 @@
 """The adapter contract types (PlatformMessage, HistoryProvider, SimpleAdapter) and
-the runtime's TurnLedger."""
+the runtime's TurnLedger.
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -161,7 +164,9 @@ def test_turn_ledger_verdicts() -> None:
     ledger = TurnLedger()
     assert ledger.verdict is TurnVerdict.MISSING_REPLY
     ledger.record_effect(ToolEffect.OBSERVE)
-    assert ledger.verdict is TurnVerdict.MISSING_REPLY  # tools_adapters.md §9.38
+    assert (
+        ledger.verdict is TurnVerdict.MISSING_REPLY
+    )  # (tools and adapters, "Testable statements" 38)
     ledger.record_effect(ToolEffect.ACT)
     assert ledger.verdict is TurnVerdict.COMPLETE
     assert not ledger.replied
@@ -221,7 +226,7 @@ def make_input(history: HistoryProvider) -> AgentInput:
 
 
 async def test_on_started_stores_identity_and_names_the_converter() -> None:
-    # tools_adapters.md §9.62.
+    # Pins (tools and adapters, "Testable statements" 62).
     conv = CountingConverter()
     adapter = EchoAdapter(conv)
     await adapter.on_started("Helper", "helps")
@@ -231,7 +236,7 @@ async def test_on_started_stores_identity_and_names_the_converter() -> None:
 
 
 async def test_on_event_passes_converted_history() -> None:
-    # tools_adapters.md §9.63 (converter set).
+    # With a converter set (tools and adapters, "Testable statements" 63).
     adapter = EchoAdapter(CountingConverter())
     inp = make_input(HistoryProvider(ITEMS))
     await adapter.on_event(inp)
@@ -243,7 +248,7 @@ async def test_on_event_passes_converted_history() -> None:
 
 
 async def test_on_event_passes_raw_provider_without_converter() -> None:
-    # tools_adapters.md §9.63 (no converter).
+    # Without a converter (tools and adapters, "Testable statements" 63).
     adapter = EchoAdapter()
     provider = HistoryProvider(ITEMS)
     await adapter.on_event(make_input(provider))

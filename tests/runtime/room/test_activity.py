@@ -1,11 +1,14 @@
-"""The activity grace period (``AgentConfig.working_grace``), on the autojump
-clock with the in-memory fake platform of ``test_room_timing``.
+"""Activity reports of one Room, on the autojump clock with the in-memory fake
+REST client of ``fakes``.
 
-A turn that ends within the grace period reports no activity at all; a longer
-turn reports ``working: true`` once the grace period is over, keeps it alive
-every ``working_keep_alive`` seconds and clears it with ``working: false`` after
-the handler (a deliberate difference from runtime.md §8.92, see
-docs/differences.rst).
+The grace period (``AgentConfig.working_grace``): a turn that ends within it
+reports no activity at all; a longer turn reports ``working: true`` once the
+grace period is over, keeps it alive every ``working_keep_alive`` seconds and
+clears it with ``working: false`` after the handler (a deliberate difference
+from official runtime, "Testable behaviours" 92, see docs/differences.rst).
+Activity reports never delay a turn (beats "Weak spots" 13).
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations
@@ -138,7 +141,8 @@ async def test_report_in_flight_finishes_when_the_room_is_cancelled(
     assert [w for _, w in rest.reports] == [True, False]
 
 
-# ------------------------------------------------------------------ activity reports never delay a turn
+# ------------------------------------------------------------------ activity reports never
+# delay a turn
 SLOW_REPORT = 1.5
 """Seconds a ``working: true`` report takes (below the REST activity timeout)."""
 

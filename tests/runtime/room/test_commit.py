@@ -1,7 +1,10 @@
 """Room-level rules on the autojump clock (in-memory fake platform):
-runtime.md §8.67 (a raising adapter still commits the turn's context) and
-§8.94 (keep-alives stop after ``max_working_state``; ``working: false`` only
-when the turn ends)."""
+a raising adapter still commits the turn's context (official runtime, "Testable
+behaviours" 67); keep-alives stop after ``max_working_state``, ``working: false``
+only when the turn ends ("Testable behaviours" 94).
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +17,8 @@ from .fakes import Adapter, FakeRest, make_room
 
 
 async def test_a_raising_turn_commits_its_context(autojump_clock: trio.testing.MockClock) -> None:
-    """§8.67: after a turn that raised, the next turn is not a bootstrap and
-    gets no participants_msg (the first turn's context was delivered)."""
+    """After a turn that raised, the next turn is not a bootstrap and gets no participants_msg
+    (the first turn's context was delivered) (official runtime, "Testable behaviours" 67)."""
     rest = FakeRest()
     adapter = Adapter()
     seen: list[tuple[str, bool, bool]] = []
@@ -53,8 +56,8 @@ class ActivityLog(FakeRest):
 async def test_keep_alives_stop_after_max_working_state(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """§8.94: keep-alives every 3 s until ``max_working_state`` (7 s); the turn
-    goes on (20 s) and ``working: false`` is sent only when it ends."""
+    """Keep-alives every 3 s until ``max_working_state`` (7 s); the turn goes on (20 s) and
+    ``working: false`` is sent only when it ends (official runtime, "Testable behaviours" 94)."""
     rest = ActivityLog()
     adapter = Adapter()
     original = adapter.on_message

@@ -1,8 +1,11 @@
 """Room admission in the engine: failed joins retried with backoff, parallelism
-bounded, startup not held up by retries (runtime.md §8.10, §8.11; beats §9.16).
+bounded, startup not held up by retries (official runtime, "Testable behaviours" 10, 11;
+beats "Weak spots" 16).
 
 The link and REST are in-memory fakes, so the autojump clock can drive the
 retry delays.
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations
@@ -102,7 +105,8 @@ async def test_failed_joins_are_retried_and_do_not_hold_startup(
 
 
 async def test_a_room_added_twice_is_joined_once(autojump_clock: trio.testing.MockClock) -> None:
-    """§8.10: the startup listing and a racing room_added admit the room once."""
+    """The startup listing and a racing room_added admit the room once (official runtime,
+    "Testable behaviours" 10)."""
     rest = FakeRest(["r1"])
     link = FakeLink({})
     engine = make_engine(rest, link)
@@ -119,7 +123,7 @@ async def test_a_room_added_twice_is_joined_once(autojump_clock: trio.testing.Mo
 
 async def test_lost_topics_are_joined_again(autojump_clock: trio.testing.MockClock) -> None:
     """A topic closed by the platform is not silently forgotten: agent topics
-    are rejoined, rooms are re-listed and rejoined (beats runtime.md §9.17)."""
+    are rejoined, rooms are re-listed and rejoined (beats official runtime, "Weak spots" 17)."""
     from band_trio.wire.link import TopicLost
 
     rest = FakeRest(["r1"])

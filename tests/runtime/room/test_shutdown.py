@@ -1,11 +1,14 @@
-"""Shutdown time does not grow with the number of rooms (issue 3 item 9, beats
-runtime.md §9 item 9), on the autojump clock.
+"""Shutdown of the engine's rooms over in-memory fakes, on the autojump clock.
 
-The engine runs N rooms over in-memory fakes (no sockets, so autojump only
-jumps when every task is blocked). One room's turn is slow (it never ends by
+Shutdown time does not grow with the number of rooms (beats official runtime,
+"Weak spots" 9): the engine runs N rooms (no sockets, so autojump only jumps
+when every task is blocked). One room's turn is slow (it never ends by
 itself), every room's ``on_cleanup`` takes one virtual second. The shutdown
 must take ONE ``shutdown_timeout`` plus ONE cleanup, whatever N is: the
-official runtime retires rooms one after another (N x timeout).
+official runtime retires rooms one after another (N x timeout). A hanging
+``on_cleanup`` is cut at ``AgentConfig.cleanup_timeout``.
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations

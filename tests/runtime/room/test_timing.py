@@ -1,10 +1,13 @@
 """Time-dependent behaviour of one Room, on the autojump clock.
 
-The platform here is an in-memory fake of the few REST calls a room makes (no
-sockets, so autojump cannot jump while a real read is pending). What is tested
-is *when* the room acts: the periodic reconcile and its backoff (runtime.md
-§8.54/§8.55), the stopped-room probe (§8.88), the turn timeout (§8.47) and the
-retry backoff of deferred messages (§8.37).
+The platform here is the in-memory fake REST client of ``fakes`` (no sockets,
+so autojump cannot jump while a real read is pending). What is tested is
+*when* the room acts: the periodic reconcile and its backoff (official runtime,
+"Testable behaviours" 54, 55), the stopped-room probe (88), the turn timeout
+(47), the retry backoff of deferred messages (37), and pending ``processed``
+acks retried before ``/messages/next`` is read (57).
+
+Reference: docs/reference/official-runtime.rst.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from .fakes import Adapter, FakeRest, make_room
 async def test_missed_push_is_recovered_by_the_timer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """§8.54: with no doorbell at all, the periodic reconcile finds the message."""
+    """With no doorbell at all, the periodic reconcile finds the message (official runtime,
+    "Testable behaviours" 54)."""
     rest = FakeRest()
     adapter = Adapter()
     room = make_room(rest, adapter)
@@ -41,8 +45,8 @@ async def test_missed_push_is_recovered_by_the_timer(
 async def test_empty_reconciles_back_off_to_the_maximum(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """§8.54/§8.55: the first check is jittered within the base interval; the
-    interval doubles while /next is empty, capped; work resets it to the base."""
+    """The first check is jittered within the base interval; the interval doubles while /next is
+    empty, capped; work resets it to the base (official runtime, "Testable behaviours" 54, 55)."""
     rest = FakeRest()
     room = make_room(rest, Adapter(), idle_resync_interval=10.0, idle_resync_max_interval=80.0)
     async with trio.open_nursery() as nursery:
@@ -51,8 +55,8 @@ async def test_empty_reconciles_back_off_to_the_maximum(
         times = rest.times("next")
         assert times[0] == 0  # the startup drain
         assert 0 < times[1] <= 10  # jittered first periodic check
-        gaps = [round(b - a, 3) for a, b in itertools.pairwise(times[1:])]
-        assert gaps[:4] == [40.0, 80.0, 80.0, 80.0]
+        intervals = [round(b - a, 3) for a, b in itertools.pairwise(times[1:])]
+        assert intervals[:4] == [40.0, 80.0, 80.0, 80.0]
         rest.add("work")
         await trio.sleep(81)
         assert rest.status["m1"] == "processed"
@@ -67,8 +71,8 @@ async def test_empty_reconciles_back_off_to_the_maximum(
 async def test_stopped_room_probes_and_resumes_when_work_appears(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """§8.86/§8.88: a stopped room claims nothing; a probe that finds work on
-    /next (the platform lifted the gate: a PLAY was missed) resumes it."""
+    """A stopped room claims nothing; a probe that finds work on /next (the platform lifted the
+    gate: a PLAY was missed) resumes it (official runtime, "Testable behaviours" 86, 88)."""
     rest = FakeRest()
     adapter = Adapter()
     room = make_room(rest, adapter, stopped_resync_interval=5.0)
@@ -90,8 +94,9 @@ async def test_stopped_room_probes_and_resumes_when_work_appears(
 
 
 async def test_turn_timeout_fails_the_message(autojump_clock: trio.testing.MockClock) -> None:
-    """§8.47: a hung handler is cancelled at the timeout and the message marked
-    failed with a safe label; the last attempt posts the generic error event."""
+    """A hung handler is cancelled at the timeout and the message marked failed with a safe
+    label; the last attempt posts the generic error event (official runtime, "Testable
+    behaviours" 47)."""
     rest = FakeRest()
     adapter = Adapter(hang=True)
     room = make_room(rest, adapter, turn_timeout=30.0, max_attempts=2)
@@ -112,7 +117,8 @@ async def test_turn_timeout_fails_the_message(autojump_clock: trio.testing.MockC
 async def test_refused_claims_are_retried_with_backoff(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """§8.37: a refused claim runs nothing and is retried soon, with backoff."""
+    """A refused claim runs nothing and is retried soon, with backoff (official runtime,
+    "Testable behaviours" 37)."""
     rest = FakeRest()
     adapter = Adapter()
     rest.refuse_processing = 3
@@ -123,8 +129,8 @@ async def test_refused_claims_are_retried_with_backoff(
         await trio.sleep(20)
         claims = rest.times("processing")
         assert len(claims) == 4
-        gaps = [round(b - a, 3) for a, b in itertools.pairwise(claims)]
-        assert gaps == [1.0, 2.0, 4.0]
+        intervals = [round(b - a, 3) for a, b in itertools.pairwise(claims)]
+        assert intervals == [1.0, 2.0, 4.0]
         assert rest.status[mid] == "processed"
         assert adapter.seen == [mid]
         nursery.cancel_scope.cancel()
@@ -133,8 +139,9 @@ async def test_refused_claims_are_retried_with_backoff(
 async def test_activity_echo_false_stops_the_turn_cooperatively(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """§8.90: a ``working: true`` report answered ``working: false`` ends the turn
-    as a platform stop: nothing is marked failed and the message is retried."""
+    """A ``working: true`` report answered ``working: false`` ends the turn as a platform stop:
+    nothing is marked failed and the message is retried (official runtime, "Testable behaviours"
+    90)."""
 
     class EchoFalse(FakeRest):
         def __init__(self) -> None:
@@ -197,8 +204,9 @@ def _names(rest: FakeRest) -> list[str]:
 async def test_pending_ack_is_retried_before_next_and_blocks_it(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """§8.57: every reconcile pass starts with the pending ack; while it fails
-    the pass ends there (no ``/next``); once it lands, ``/next`` is drained."""
+    """Every reconcile pass starts with the pending ack; while it fails the pass ends there (no
+    ``/next``); once it lands, ``/next`` is drained (official runtime, "Testable behaviours"
+    57)."""
     rest = FlakyAckRest(failing_acks=3)
     adapter = Adapter()
     first = rest.add("first")
@@ -237,9 +245,10 @@ async def test_pending_ack_is_retried_before_next_and_blocks_it(
 async def test_an_ack_that_never_lands_keeps_next_unread(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """§8.57 (and §8.33 as band-trio differs): a retryable ack failure is retried
+    """A retryable ack failure is retried
     at every pass for as long as it takes, and no pass reads ``/next`` meanwhile
-    (the turn is never re-run either)."""
+    (the turn is never re-run either) (official runtime, "Testable behaviours" 57; and
+    33, where band-trio differs)."""
     rest = FlakyAckRest(failing_acks=10_000)
     adapter = Adapter()
     first = rest.add("first")
