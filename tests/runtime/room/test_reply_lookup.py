@@ -1,5 +1,6 @@
-"""find_landed_reply over a scripted context endpoint: which own messages
-count as the reply whose post had no known outcome."""
+"""find_landed_reply over a scripted context endpoint (the scripted platform
+behind a real RestClient): which own messages count as the reply whose post had
+no known outcome."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from band_trio.wire import structure
 from band_trio.wire.events import MessageCreated
 from band_trio.wire.rest import RestClient, RestConfig
 from band_trio.wire.retry import RetryPolicy
+from tests.scripted_platform import ScriptedPlatform, error, ok
 
 AGENT = "agent-1"
 ROOM = "room-1"
@@ -45,33 +47,31 @@ TRIGGER = structure(
 )
 
 
-def pages(*rows_per_page: list[dict[str, Any]], fail_first: int = 0) -> httpx.MockTransport:
-    calls = {"n": 0}
+def pages(*rows_per_page: list[dict[str, Any]], fail_first: int = 0) -> ScriptedPlatform:
+    """The room's context endpoint serving ``rows_per_page``, cursor by cursor,
+    after ``fail_first`` answers 500."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls["n"] += 1
-        if calls["n"] <= fail_first:
-            return httpx.Response(500, json={"error": {"code": "internal", "message": "x"}})
+    def page(request: httpx.Request) -> httpx.Response:
         cursor = request.url.params.get("cursor")
         index = int(cursor) if cursor else 0
         more = index + 1 < len(rows_per_page)
-        return httpx.Response(
-            200,
-            json={
-                "data": rows_per_page[index],
-                "metadata": {
-                    "has_more": more,
-                    "limit": 50,
-                    "next_cursor": str(index + 1) if more else None,
-                },
+        return ok(
+            rows_per_page[index],
+            metadata={
+                "has_more": more,
+                "limit": 50,
+                "next_cursor": str(index + 1) if more else None,
             },
         )
 
-    return httpx.MockTransport(handler)
+    platform = ScriptedPlatform()
+    failures = [error(500, "internal", "x")] * fail_first
+    platform.on("GET", rf"/chats/{ROOM}/context", *failures, page)
+    return platform
 
 
 async def lookup(
-    transport: httpx.MockTransport,
+    platform: ScriptedPlatform,
     digests: list[str],
     *,
     known: tuple[str, ...] = (),
@@ -79,7 +79,10 @@ async def lookup(
 ) -> str | None:
     config = RestConfig(retry=RetryPolicy(max_retries=0))
     async with RestClient(
-        base_url="http://band.test", api_key="k", config=config, transport=transport
+        base_url="http://band.test",
+        api_key="k",
+        config=config,
+        transport=httpx.MockTransport(platform.handler),
     ) as rest:
         with trio.fail_after(5):
             return await find_landed_reply(
@@ -96,22 +99,22 @@ async def lookup(
 
 async def test_the_stored_reply_after_the_trigger_is_found_on_a_later_page() -> None:
     stored = message("r-1", "@[[user-1]] the answer", at="2026-01-01T00:00:11Z")
-    transport = pages([TRIGGER_ROW], [message("x", "unrelated", at="2026-01-01T00:00:11Z"), stored])
-    assert await lookup(transport, [reply_digest("@user-1 the answer")]) == "r-1"
+    platform = pages([TRIGGER_ROW], [message("x", "unrelated", at="2026-01-01T00:00:11Z"), stored])
+    assert await lookup(platform, [reply_digest("@user-1 the answer")]) == "r-1"
 
 
 async def test_the_same_text_before_the_trigger_is_not_the_reply() -> None:
     earlier = message("r-0", "the answer", at="2026-01-01T00:00:05Z")
-    transport = pages([earlier, TRIGGER_ROW])
-    assert await lookup(transport, [reply_digest("the answer")]) is None
+    platform = pages([earlier, TRIGGER_ROW])
+    assert await lookup(platform, [reply_digest("the answer")]) is None
 
 
 async def test_the_same_text_after_the_trigger_by_time_counts_when_the_trigger_is_not_listed() -> (
     None
 ):
     # The context lists only the agent's messages and those mentioning it.
-    transport = pages([message("r-1", "the answer", at="2026-01-01T00:00:12Z")])
-    assert await lookup(transport, [reply_digest("the answer")]) == "r-1"
+    platform = pages([message("r-1", "the answer", at="2026-01-01T00:00:12Z")])
+    assert await lookup(platform, [reply_digest("the answer")]) == "r-1"
 
 
 async def test_known_replies_events_and_other_senders_are_not_the_reply() -> None:
@@ -125,9 +128,9 @@ async def test_known_replies_events_and_other_senders_are_not_the_reply() -> Non
 
 
 async def test_a_context_longer_than_the_bound_is_an_incomplete_lookup() -> None:
-    transport = pages([TRIGGER_ROW], [message("a", "x", at="2026-01-01T00:00:11Z")], [])
+    platform = pages([TRIGGER_ROW], [message("a", "x", at="2026-01-01T00:00:11Z")], [])
     with pytest.raises(ReplyLookupIncomplete):
-        await lookup(transport, [reply_digest("the answer")], max_pages=2)
+        await lookup(platform, [reply_digest("the answer")], max_pages=2)
 
 
 async def test_a_failed_read_raises_the_typed_error() -> None:
