@@ -52,7 +52,10 @@ async def wait_for(
 
     Raises:
         trio.TooSlowError: it did not become true within ``within`` seconds.
+        ValueError: no source to wake on (the wait could never end early).
     """
+    if not sources:
+        raise ValueError("wait_for needs at least one source of changes")
     with trio.fail_after(within):
         await trio.lowlevel.checkpoint()
         if predicate():
