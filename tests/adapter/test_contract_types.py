@@ -1,5 +1,5 @@
-"""The adapter contract types (PlatformMessage, HistoryProvider, SimpleAdapter) and
-the runtime's TurnLedger.
+"""The adapter contract types: PlatformMessage, HistoryProvider, AgentInput, the
+runtime-checkable protocols and SimpleAdapter.
 
 Reference: docs/reference/tools-and-adapters.rst.
 """
@@ -25,7 +25,6 @@ from band_trio.adapter import (
     TurnHooks,
 )
 from band_trio.errors import HistoryConversionError
-from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
 from band_trio.testing import FakeAgentTools
 
 
@@ -155,38 +154,6 @@ def test_agent_input_room_defaults_to_message_room() -> None:
     assert inp.room_id == "room-9"
     assert len(inp.history) == 0
     assert inp.is_session_bootstrap is False
-
-
-# --------------------------------------------------------------------------- turn ledger
-
-
-def test_turn_ledger_verdicts() -> None:
-    ledger = TurnLedger()
-    assert ledger.verdict is TurnVerdict.MISSING_REPLY
-    ledger.record_effect(ToolEffect.OBSERVE)
-    assert (
-        ledger.verdict is TurnVerdict.MISSING_REPLY
-    )  # (tools and adapters, "Testable statements" 38)
-    ledger.record_effect(ToolEffect.ACT)
-    assert ledger.verdict is TurnVerdict.COMPLETE
-    assert not ledger.replied
-    ledger.record_effect(ToolEffect.REPLY)
-    assert ledger.replied
-    assert ledger.effects == (ToolEffect.OBSERVE, ToolEffect.ACT, ToolEffect.REPLY)
-
-
-@pytest.mark.parametrize("how", ["settle", "reported", "decline"])
-def test_turn_ledger_other_ways_to_complete(how: str) -> None:
-    ledger = TurnLedger()
-    if how == "settle":
-        ledger.settle()
-    elif how == "reported":
-        ledger.note_reported()
-        assert ledger.reported
-    else:
-        ledger.record_effect(ToolEffect.DECLINE)
-        assert ledger.replied
-    assert ledger.verdict is TurnVerdict.COMPLETE
 
 
 # --------------------------------------------------------------------------- SimpleAdapter
