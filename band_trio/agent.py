@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -36,6 +36,7 @@ from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.adapter.turns import TurnHooks
 from band_trio.errors import BandConfigError, BandError, RateLimitError
+from band_trio.runtime.changes import StateChanges
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.contact_events import ContactEventConfig, ContactEventHandler
 from band_trio.runtime.engine import AgentEngine
@@ -199,6 +200,7 @@ class Agent:
         self._link: BandLink | None = None
         self._serving = False
         self._shutdown_requested = trio.Event()
+        self._changes = StateChanges()
 
     @classmethod
     def create(
@@ -280,6 +282,7 @@ class Agent:
             self._serving = False
             self._engine = None
             self._link = None
+            self._changes.notify()
 
     async def _serve_guarded(self, task_status: trio.TaskStatus[None]) -> None:
         # The body runs shielded so that cancelling serve() becomes a graceful
@@ -362,6 +365,7 @@ class Agent:
                     hub_room_id=hub_room_id,
                     on_participant_added=self.on_participant_added,
                     on_participant_removed=self.on_participant_removed,
+                    changes=self._changes,
                 )
                 engine = AgentEngine(services, link)
                 self._engine = engine
@@ -387,6 +391,7 @@ class Agent:
                             len(engine.serving_rooms()),
                         )
                         task_status.started()
+                        self._changes.notify()
                         await self._wait_for_shutdown(outer_cancelled)
                         # Graceful shutdown, under one hard bound.
                         now = trio.current_time()
@@ -453,6 +458,22 @@ class Agent:
                     logger.exception("adapter cleanup_all failed")
 
     # ------------------------------------------------------------------ observing
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate()`` is true, without polling.
+
+        The predicate is re-checked whenever the agent's observable state may
+        have changed: it started or stopped serving, a room was added, joined,
+        removed or left, an event was routed, a turn started or ended, a
+        message settled, a reconcile pass or a contact event was handled. It
+        typically reads :meth:`statistics`, :meth:`room_statistics` or
+        :attr:`room_ids`; it must not block.
+
+        Cancellation: a plain Trio wait; put a deadline around it, e.g.
+        ``with trio.fail_after(5): await agent.wait_for(lambda:
+        agent.statistics().completed >= 3)``.
+        """
+        await self._changes.wait_for(predicate)
 
     def statistics(self) -> AgentStatistics:
         """The agent's counters now (zeros when not serving)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
@@ -20,6 +20,10 @@ from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.agent import Agent
 from band_trio.runtime.config import AgentConfig
+
+if TYPE_CHECKING:
+    # Only for the annotation: the local platform is the optional `local` extra.
+    from band_trio.local import LocalPlatform
 
 __all__ = ["DEMO_MESSAGES", "EchoAdapter", "main", "run_demo"]
 
@@ -135,7 +139,7 @@ async def run_demo(
                     )
                     with trio.move_on_after(reply_timeout):
                         await _print_until_answered(
-                            human, room_id, creds.id, seen, names, handles, say
+                            platform, human, room_id, creds.id, seen, names, handles, say
                         )
                         answered += 1
                 agent.request_shutdown()
@@ -145,6 +149,7 @@ async def run_demo(
 
 
 async def _print_until_answered(
+    platform: LocalPlatform,
     human: Any,
     room_id: str,
     agent_id: str,
@@ -153,9 +158,15 @@ async def _print_until_answered(
     handles: dict[str, str],
     say: Callable[[str], None],
 ) -> None:
-    """Print new room messages as they arrive, until the agent answers."""
+    """Print new room messages as they arrive, until the agent answers.
+
+    The room is listed again only when the platform stored a new message (its
+    ``wait_for`` wakes on every state change): no polling.
+    """
+    room = platform.state.rooms[room_id]
     while True:
         answered = False
+        stored = len(room.messages)
         for message in await human.list_messages(room_id):
             if message["id"] in seen:
                 continue
@@ -165,7 +176,11 @@ async def _print_until_answered(
                 answered = answered or message.get("sender_id") == agent_id
         if answered:
             return
-        await trio.sleep(0.05)
+
+        def grown(stored: int = stored) -> bool:
+            return len(room.messages) > stored
+
+        await platform.wait_for(grown)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ Reference: docs/reference/official-runtime.rst.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import trio
 
@@ -46,11 +47,20 @@ class Dispatcher:
     Args:
         engine: the room manager (the engine).
         control: applies ``agent.control`` signals.
+        changed: called after every event is routed (the agent's state may
+            have changed: waiters re-check their predicates).
     """
 
-    def __init__(self, engine: EventRoutes, control: ControlHandler) -> None:
+    def __init__(
+        self,
+        engine: EventRoutes,
+        control: ControlHandler,
+        *,
+        changed: Callable[[], None] | None = None,
+    ) -> None:
         self._engine = engine
         self._control = control
+        self._changed = changed
         self.events = 0
         self.unrouted = 0
         self.rejected = 0
@@ -69,6 +79,8 @@ class Dispatcher:
             self._route(event)
         except Exception:
             logger.exception("error while routing %s", type(event).__name__)
+        if self._changed is not None:
+            self._changed()
 
     def _route(self, event: object) -> None:
         engine = self._engine

@@ -125,7 +125,8 @@ class AgentEngine:
             dedupe_size=self._config.control_dedupe_size,
             notify=self._queue_interrupt if self._on_interrupt is not None else None,
         )
-        self.dispatcher = Dispatcher(self, self.control)
+        self._changes = services.changes
+        self.dispatcher = Dispatcher(self, self.control, changed=self._changes.notify)
 
     # ------------------------------------------------------------------ queries
 
@@ -213,6 +214,7 @@ class AgentEngine:
             slot.room.enqueue_synthetic(message)
         self._all_done = trio.Event()
         self._nursery.start_soon(self._run_room, slot, name=f"room {room_id}")
+        self._changes.notify()
 
     def remove_room(self, room_id: str) -> None:
         """Stop serving ``room_id``: cancel its turn, then clean up once (never blocks)."""
@@ -226,6 +228,7 @@ class AgentEngine:
         logger.info("room %s removed; leaving it", room_id)
         slot.room.fence()
         slot.scope.cancel()
+        self._changes.notify()
 
     async def _run_room(self, slot: _RoomSlot) -> None:
         room = slot.room
@@ -240,6 +243,7 @@ class AgentEngine:
                     return
                 slot.serving = True
                 served = True
+                self._changes.notify()
                 await room.serve()
         finally:
             slot.settled.set()
@@ -256,6 +260,7 @@ class AgentEngine:
                 self._all_done.set()
             if slot.readd and self._accepting:
                 self.add_room(room_id)
+            self._changes.notify()
 
     async def _cleanup_room(self, room_id: str) -> None:
         with trio.move_on_after(self._config.cleanup_timeout) as scope:
@@ -281,6 +286,7 @@ class AgentEngine:
                     await self._join(room_id)
             except BandError as exc:
                 self._join_failures += 1
+                self._changes.notify()
                 logger.warning("room %s: join attempt %d failed: %s", room_id, attempt, exc)
                 # Startup does not wait for the retries.
                 slot.settled.set()
@@ -371,6 +377,7 @@ class AgentEngine:
                 await self._join(room_id)
         except BandError as exc:
             self._join_failures += 1
+            self._changes.notify()
             logger.warning("room %s: rejoin failed: %s", room_id, exc)
 
     def on_topic_lost(self, topic: str) -> None:
@@ -453,6 +460,7 @@ class AgentEngine:
             logger.warning("contact handling: could not prepare the hub room: %s", exc)
         async for event in self._contact_recv:
             await handler.handle(event)
+            self._changes.notify()
 
     # ------------------------------------------------------------------ on_interrupt
 
@@ -471,6 +479,7 @@ class AgentEngine:
                     await hook(room_id, mode)
                 except Exception:
                     logger.exception("adapter on_interrupt failed for room %s", room_id)
+            self._changes.notify()
             if scope.cancelled_caught:
                 logger.warning(
                     "adapter on_interrupt(%s) for room %s took over %ss; cancelled",

@@ -346,10 +346,12 @@ class Room:
                 await trio.sleep_forever()
             if self._synthetic and not self._stopped:
                 await self._run_synthetic(self._synthetic[0])
+                self._svc.changes.notify()
                 continue
             if self._resync_requested:
                 self._resync_requested = False
                 await self._reconcile()
+                self._svc.changes.notify()
                 continue
             item: InboxItem | None = None
             with trio.move_on_at(self._schedule.due):
@@ -358,6 +360,7 @@ class Room:
                 self._resync_requested = True  # the periodic reconcile is due
                 continue
             await self._on_item(item)
+            self._svc.changes.notify()
 
     async def _on_item(self, item: InboxItem) -> None:
         try:
@@ -609,6 +612,7 @@ class Room:
             )
             self._turn = turn
             self._counts.turns += 1
+            self._svc.changes.notify()
             logger.debug(
                 "room %s: turn for %s (attempt %d of %d)",
                 self.room_id,
@@ -646,6 +650,7 @@ class Room:
             # an attempt: the message was not given a fair run.
             if not charged:
                 ledger.discard_attempt(claim)
+            self._svc.changes.notify()  # the turn ended and settled
 
     async def _execute(
         self, turn: RunningTurn, ev: MessageCreated, history: HistoryProvider
@@ -700,6 +705,7 @@ class Room:
         )
         self._turn = turn
         self._counts.turns += 1
+        self._svc.changes.notify()
         try:
             with trio.CancelScope() as scope:
                 turn.scope = scope

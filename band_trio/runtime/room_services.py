@@ -15,6 +15,7 @@ import attrs
 
 from band_trio.adapter.protocols import FrameworkAdapter, Preprocessor
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
+from band_trio.runtime.changes import StateChanges
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.room_rest import RuntimeRest
@@ -61,6 +62,9 @@ class RoomServices:
             participant in the room's roster.
         on_participant_removed: awaited with ``(room_id, ParticipantRemoved)``
             after the roster dropped the participant.
+        changes: notified whenever a room's observable state changed (a turn
+            started or ended, a message settled, an inbox item or a reconcile
+            pass was handled), so that waiters re-check their predicate.
     """
 
     agent_id: str
@@ -74,6 +78,7 @@ class RoomServices:
     hub_room_id: Callable[[], str | None] = lambda: None
     on_participant_added: ParticipantCallback | None = None
     on_participant_removed: ParticipantCallback | None = None
+    changes: StateChanges = attrs.field(factory=StateChanges)
 
 
 @attrs.frozen

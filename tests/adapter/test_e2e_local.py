@@ -1,7 +1,10 @@
-"""End to end on the local platform: an adapter built only on ``band_trio.adapter``
-posts tool events, usage and failure reports, and the platform stores them with
-the exact shapes of tools_adapters.md §3.3. Also: the runtime's FILES pruning
-reaches the adapter's features before ``on_started`` (runtime.md §8.8)."""
+"""End to end on the local platform: an adapter built only on ``band_trio.adapter`` posts tool
+events, usage and failure reports, and the platform stores them with the exact shapes of (tools
+and adapters, "Event shapes the two adapters post"). Also: the runtime's FILES pruning reaches
+the adapter's features before ``on_started`` (official runtime, "Testable behaviours" 8).
+
+Reference: docs/reference/official-runtime.rst, docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from band_trio.adapter import (
 )
 from band_trio.local import HumanClient, LocalPlatform
 
-from ..runtime.agent_harness import Scene, fast_config, scene, serving, wait_until
+from ..agent.harness import Scene, fast_config, scene, serving
 
 
 class Mode(enum.Enum):
@@ -122,19 +125,19 @@ async def test_tool_events_usage_and_failures_are_stored_with_exact_shapes(
             async with serving(agent):
                 # 1. a reply through a tool call, with tool events and usage
                 replied = await s.post(room_id, "hello")
-                await wait_until(lambda: s.processed(room_id, replied))
-                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 1)
+                await s.wait_for(lambda: s.processed(room_id, replied))
+                await s.wait_for(lambda: len(s.agent_events(room_id, "task")) == 1)
                 first = agent_messages(s, room_id)
                 # 2. a provider failure reported by the adapter, which then raises
                 adapter.mode = Mode.FAIL
                 failed = await s.post(room_id, "fail please")
-                await wait_until(lambda: s.status(room_id, failed) == "failed")
-                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 2)
+                await s.wait_for(lambda: s.status(room_id, failed) == "failed")
+                await s.wait_for(lambda: len(s.agent_events(room_id, "task")) == 2)
                 # 3. a failure reported, then a normal return: not a missing reply
                 adapter.mode = Mode.REPORT_ONLY
                 reported = await s.post(room_id, "report only")
-                await wait_until(lambda: s.processed(room_id, reported))
-                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 3)
+                await s.wait_for(lambda: s.processed(room_id, reported))
+                await s.wait_for(lambda: len(s.agent_events(room_id, "task")) == 3)
 
     sender = band_platform.user.id
     # -- 1: tool_call, the reply, tool_result, usage; in that order
@@ -189,8 +192,8 @@ async def test_tool_events_usage_and_failures_are_stored_with_exact_shapes(
 
 
 async def test_events_alone_do_not_answer_a_message(band_platform: LocalPlatform) -> None:
-    """§9.64 with the shared pieces: tool events, usage and a read (observe
-    effects only) leave the turn a missing reply: one runtime error event."""
+    """The shared pieces of (tools and adapters, "Testable statements" 64): tool events, usage
+    and a read (observe effects only) leave the turn a missing reply: one runtime error event."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -198,9 +201,9 @@ async def test_events_alone_do_not_answer_a_message(band_platform: LocalPlatform
             adapter.mode = Mode.OBSERVE_ONLY
             async with serving(s.make_agent(adapter)):
                 mid = await s.post(room_id, "look only")
-                await wait_until(lambda: s.status(room_id, mid) == "failed")
-                await wait_until(lambda: len(s.agent_events(room_id, "error")) == 1)
-                await wait_until(lambda: len(s.agent_events(room_id, "task")) == 1)
+                await s.wait_for(lambda: s.status(room_id, mid) == "failed")
+                await s.wait_for(lambda: len(s.agent_events(room_id, "error")) == 1)
+                await s.wait_for(lambda: len(s.agent_events(room_id, "task")) == 1)
     assert [m.message_type for m in agent_messages(s, room_id)][:2] == ["tool_call", "tool_result"]
     [error] = s.agent_events(room_id, "error")
     assert error.content == MISSING_REPLY_MESSAGE
@@ -215,7 +218,7 @@ async def test_emit_flags_off_post_no_tool_or_usage_events(band_platform: LocalP
             adapter = ScriptedLLMAdapter(emit=())
             async with serving(s.make_agent(adapter)):
                 mid = await s.post(room_id, "quiet")
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
     assert [m.message_type for m in agent_messages(s, room_id)] == ["text"]
 
 
@@ -238,15 +241,16 @@ async def flagged_scene(
 async def test_unserved_files_are_pruned_from_features_before_on_started(
     band_platform: LocalPlatform, flags: dict[str, bool], expected: set[Capability]
 ) -> None:
-    """runtime.md §8.8: "removed from the adapter's features" before on_started,
-    so the prompt and the offered tools agree with what the deployment serves."""
+    """The FILES tools are "removed from the adapter's features" before on_started, so the
+    prompt and the offered tools agree with what the deployment serves (official runtime,
+    "Testable behaviours" 8)."""
     with trio.fail_after(30):
         async with flagged_scene(band_platform, flags) as s:
             room_id = await s.new_room()
             adapter = ScriptedLLMAdapter(capabilities=[Capability.FILES, Capability.MEMORY])
             async with serving(s.make_agent(adapter)):
                 mid = await s.post(room_id, "which tools?")
-                await wait_until(lambda: s.processed(room_id, mid))
+                await s.wait_for(lambda: s.processed(room_id, mid))
     assert adapter.started_with == expected
     assert adapter.features.capabilities == expected
     files_on = Capability.FILES in expected

@@ -1,5 +1,8 @@
-"""The events LLM adapters post (tools_adapters.md §3.3; §9 statements 66, 67,
-85, 87, 88 and 89 as far as they concern the shared pieces)."""
+"""The events LLM adapters post (tools and adapters, "Event shapes the two adapters post";
+"Testable statements" 66, 67, 85, 87, 88 and 89 as far as they concern the shared pieces).
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -136,7 +139,7 @@ def test_usage_content_and_metadata() -> None:
 
 
 def test_usage_sums_over_calls() -> None:
-    """§9.89: 100/20 + 130/8 -> 230/28."""
+    """100/20 + 130/8 -> 230/28 (tools and adapters, "Testable statements" 89)."""
     total = Usage(100, 20) + Usage(130, 8)
     assert total == Usage(230, 28)
     assert sum([Usage(100, 20), Usage(130, 8)], Usage()) == total
@@ -174,7 +177,7 @@ def test_usage_addition_is_associative_and_commutative(a: Usage, b: Usage, c: Us
 
 
 async def test_emit_usage_posts_one_task_event() -> None:
-    """§9.66."""
+    """Pins (tools and adapters, "Testable statements" 66)."""
     fake = FakeAgentTools()
     with trio.fail_after(5):
         receipt = await emit_usage(fake, Usage(100, 20))
@@ -193,7 +196,7 @@ async def test_emit_usage_posts_one_task_event() -> None:
 
 
 async def test_emit_usage_skips_all_zero() -> None:
-    """§9.67 (zero)."""
+    """Zero usage posts nothing (tools and adapters, "Testable statements" 67)."""
     fake = FakeAgentTools()
     with trio.fail_after(5):
         assert await emit_usage(fake, Usage()) is None
@@ -202,8 +205,8 @@ async def test_emit_usage_skips_all_zero() -> None:
 
 
 async def test_emit_usage_skips_while_the_turn_is_cancelled() -> None:
-    """§9.67 (cancelling; §11: the enclosing scope's cancellation), without
-    raising Cancelled from the skip."""
+    """A cancelled turn (the enclosing scope's cancellation, see "Notes for a Trio port") (tools
+    and adapters, "Testable statements" 67), without raising Cancelled from the skip."""
     fake = FakeAgentTools()
     with trio.fail_after(5):
         with trio.CancelScope() as scope:
@@ -240,7 +243,7 @@ async def test_emit_usage_in_a_shielded_scope_still_posts() -> None:
 
 
 async def test_emit_usage_swallows_a_failed_post(caplog: pytest.LogCaptureFixture) -> None:
-    """§9.67 (send failure swallowed)."""
+    """A failed usage post is swallowed (tools and adapters, "Testable statements" 67)."""
     fake = FakeAgentTools()
     fake.fail_next("band_send_event", RuntimeError("HTTP 500"))
     with trio.fail_after(5):
@@ -250,7 +253,7 @@ async def test_emit_usage_swallows_a_failed_post(caplog: pytest.LogCaptureFixtur
 
 
 async def test_adapter_emit_usage_follows_the_emit_flag() -> None:
-    """§9.67 (Emit.USAGE off)."""
+    """Nothing is posted with Emit.USAGE off (tools and adapters, "Testable statements" 67)."""
     fake = FakeAgentTools()
     with trio.fail_after(5):
         assert await UsageAdapter(emit=Emit.TOOL_CALLS).emit_usage(fake, Usage(5, 6)) is None
@@ -272,7 +275,8 @@ def test_tool_call_content_is_exact_with_keys_in_order() -> None:
 
 
 def test_room_file_content_is_replaced_by_its_size() -> None:
-    """§9.87: the UTF-8 size, other arguments untouched, the caller's dict unchanged."""
+    """The UTF-8 size, other arguments untouched, the caller's dict unchanged (tools and
+    adapters, "Testable statements" 87)."""
     args = {"content": "h\u00e9llo", "filename": "a.txt", "mentions": ["@a"]}
     parsed = json.loads(tool_call_content("band_send_room_file", args, "tu_2"))
     assert parsed["args"] == {
@@ -308,7 +312,8 @@ def test_tool_result_content_is_exact_with_keys_in_order() -> None:
 
 
 async def test_tool_events_are_posted_around_a_call() -> None:
-    """§9.85 (the shared part): tool_call then tool_result with the same id."""
+    """The shared part: tool_call then tool_result with the same id (tools and adapters,
+    "Testable statements" 85)."""
     fake = FakeAgentTools()
     with trio.fail_after(5):
         await post_tool_call(fake, "band_get_participants", {}, "tu_9")
@@ -322,7 +327,8 @@ async def test_tool_events_are_posted_around_a_call() -> None:
 
 
 async def test_tool_events_are_best_effort(caplog: pytest.LogCaptureFixture) -> None:
-    """§9.85: a failing send_event does not affect the tool call."""
+    """A failing send_event does not affect the tool call (tools and adapters, "Testable
+    statements" 85)."""
     caplog.set_level(logging.WARNING, logger="band_trio.adapter")
     fake = FakeAgentTools()
     fake.fail_next("band_send_event", RuntimeError("down"), times=2)

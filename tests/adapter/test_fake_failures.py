@@ -1,4 +1,8 @@
-"""FakeAgentTools.send_failure and reported_failures (tools_adapters.md §9.117)."""
+"""FakeAgentTools.send_failure and reported_failures (tools and adapters, "Testable statements"
+117).
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""SimpleAdapter's feature knobs and ``Emit`` parsing (tools_adapters.md §3.2, §4.1;
-§9 statements 59-61)."""
+"""SimpleAdapter's feature knobs and ``Emit`` parsing (tools and adapters, "Emit flags";
+"Constructor knobs"; "Testable statements" 59-61).
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ class Plain(SimpleAdapter[HistoryProvider]):
 
 
 class AnthropicAdapter(Plain):
-    """Named like the official adapter so the messages of §9 can be pinned verbatim."""
+    """Named like the official adapter so the messages of its "Testable statements" can be
+    pinned verbatim."""
 
     SUPPORTED_EMIT = frozenset({Emit.TOOL_CALLS, Emit.USAGE})
     SUPPORTED_CAPABILITIES = frozenset(Capability)
@@ -42,7 +46,7 @@ def test_defaults_keep_plain_adapters_unchanged() -> None:
 
 
 def test_omitted_emit_is_every_supported_kind_and_empty_is_silence() -> None:
-    """§9.59."""
+    """Pins (tools and adapters, "Testable statements" 59)."""
     assert AnthropicAdapter().features.emit == AnthropicAdapter.SUPPORTED_EMIT
     assert AnthropicAdapter(emit=()).features.emit == frozenset()
     assert AnthropicAdapter(emit=[]).features.emit == frozenset()
@@ -57,7 +61,7 @@ def test_emit_accepts_a_member_a_string_or_an_iterable(emit: Any) -> None:
 
 
 def test_unsupported_emit_kind_message_is_exact() -> None:
-    """§9.60."""
+    """Pins (tools and adapters, "Testable statements" 60)."""
     with pytest.raises(BandConfigError) as info:
         AnthropicAdapter(emit=Emit.THOUGHTS)
     assert str(info.value) == (
@@ -95,7 +99,7 @@ def test_invalid_emit_value_names_the_value_and_the_choices() -> None:
 
 
 def test_omitted_capabilities_resolve_to_an_empty_set() -> None:
-    """§9.61: capabilities are opt-in."""
+    """Capabilities are opt-in (tools and adapters, "Testable statements" 61)."""
     assert AnthropicAdapter().features.capabilities == frozenset()
 
 
@@ -201,7 +205,7 @@ def test_emit_resolution_property(supported: frozenset[Emit], wanted: frozenset[
 def test_existing_adapters_keep_working_with_default_features() -> None:
     from band_trio.demo import EchoAdapter
 
-    from ..runtime.agent_harness import RecordingAdapter
+    from ..agent.harness import RecordingAdapter
 
     for adapter in (EchoAdapter(), RecordingAdapter()):
         assert adapter.features == AdapterFeatures()

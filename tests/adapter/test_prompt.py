@@ -1,4 +1,7 @@
-"""``render_system_prompt`` (tools_adapters.md §4.4; §9 statements 68-70)."""
+"""``render_system_prompt`` (tools and adapters, "System prompt"; "Testable statements" 68-70).
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ def headings(prompt: str) -> list[str]:
 
 
 def test_identity_then_base_sections_in_order() -> None:
-    """§9.68."""
+    """Pins (tools and adapters, "Testable statements" 68)."""
     prompt = render_system_prompt("Ada", "a research assistant")
     assert prompt.startswith("You are Ada, a research assistant.\n\n## Environment\n")
     assert headings(prompt) == BASE_HEADINGS
@@ -67,7 +70,7 @@ def test_base_instructions_say_what_reaches_the_room() -> None:
 
 @pytest.mark.parametrize("cap", [Capability.MEMORY, Capability.CONTACTS, Capability.FILES])
 def test_capability_sections_only_when_enabled(cap: Capability) -> None:
-    """§9.69."""
+    """Pins (tools and adapters, "Testable statements" 69)."""
     without = render_system_prompt("Ada", "a helper")
     with_cap = render_system_prompt("Ada", "a helper", capabilities=[cap])
     assert CAP_HEADINGS[cap] not in without
@@ -75,7 +78,8 @@ def test_capability_sections_only_when_enabled(cap: Capability) -> None:
 
 
 def test_no_tasks_section() -> None:
-    """§9.69: there is no TASKS section, even with the capability on."""
+    """There is no TASKS section, even with the capability on (tools and adapters, "Testable
+    statements" 69)."""
     assert render_system_prompt("Ada", "a helper", capabilities=["tasks"]) == (
         render_system_prompt("Ada", "a helper")
     )
@@ -92,7 +96,7 @@ def test_memory_section_names_the_allowed_values() -> None:
 
 
 def test_custom_section_comes_last_under_developer_instructions() -> None:
-    """§9.70."""
+    """Pins (tools and adapters, "Testable statements" 70)."""
     prompt = render_system_prompt(
         "Ada",
         "a helper",
@@ -110,7 +114,7 @@ def test_custom_section_comes_last_under_developer_instructions() -> None:
 
 
 def test_without_base_instructions_the_custom_section_is_bare() -> None:
-    """§9.70."""
+    """Pins (tools and adapters, "Testable statements" 70)."""
     prompt = render_system_prompt(
         "Ada",
         "a helper",

@@ -1,5 +1,8 @@
-"""The agent's FILES pruning applied to adapter features (runtime.md §8.8),
-as a unit; the end-to-end check is in test_e2e_local.py."""
+"""The agent's FILES pruning applied to adapter features (official runtime, "Testable
+behaviours" 8), as a unit; the end-to-end check is in test_e2e_local.py.
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
-"""``AgentTools.send_failure``: the failure report is room-bound, best-effort,
-and marks the turn reported (tools_adapters.md §1.5, §3.3, §4.2)."""
+"""``AgentTools.send_failure``: the failure report is room-bound, best-effort, and marks the
+turn reported (tools and adapters, "Python-only methods on AgentTools"; "Event shapes the two
+adapters post"; "Lifecycle").
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +17,7 @@ from band_trio.errors import RoomExecutionStoppedError
 from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
 from band_trio.tools import AgentTools
 from band_trio.wire.rest import RestClient
-
-from ..tools.conftest import AGENT_ID, ROOM, ROSTER, ScriptedPlatform, error, ok
+from tests.scripted_platform import AGENT_ID, ROOM, ROSTER, ScriptedPlatform, error, ok
 
 EVENTS = rf"/chats/{ROOM}/events"
 

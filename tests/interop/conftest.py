@@ -36,7 +36,7 @@ async def band_sdk_venv_python() -> Path:
 
 
 def describe_platform(platform: Any) -> dict[str, Any]:
-    """The platform as ``band-trio platform --json`` prints it (issue 2, item 10)."""
+    """The platform as ``band-trio platform --json`` prints it."""
     agents = list(platform.agents)
     if not agents:
         agents = [platform.register_agent("Interop Agent", "An agent for the interop tests")]

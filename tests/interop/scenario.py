@@ -1,4 +1,4 @@
-"""The echo scenario shared by the interop tests (issue 2, items 13 and 14).
+"""The echo scenario shared by the interop tests.
 
 A human makes rooms with an agent in them and posts messages that mention it;
 whatever echo agent is under test (the official band-sdk in a subprocess, or

@@ -5,6 +5,8 @@ python as a separate process (band_trio never imports ``band``). It must
 connect, join its rooms (two that exist when it starts, one added while it
 runs), and answer every message that mentions it exactly once: each trigger
 ends ``processed`` after exactly one successful attempt, with exactly one reply.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ async def test_official_band_sdk_agent_echoes_in_three_rooms(
                 stage = "checking the outcome"
                 problems = exactly_once_problems(platform, agent.id, triggers)
                 assert not problems, problems
-                # Mention tokens both ways (protocol.md §5.8, Appendix B): the
+                # Mention tokens both ways (protocol, "Mention tokens in content"; "Checked later against the official SDK on a loopback stand-in"): the
                 # platform stored the human's `@handle` as `@[[agent id]]`, the
                 # SDK showed the adapter `@handle` again, and the platform
                 # prefixed the reply with a token for the human it mentions

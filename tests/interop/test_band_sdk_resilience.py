@@ -1,10 +1,12 @@
 """The official band-sdk agent through the platform's harder paths: a dropped
 socket (reconnect, rejoin with fresh join_refs, /next resync), a duplicate
 connection (``supersede``), and stop/play control (``agent.control`` plus the
-stopped-room gates of protocol.md §5.6).
+stopped-room gates: protocol, "Stopped executions").
 
 Each test asserts platform state under a deadline and shows the peer's log on
 failure; the peer's own warnings are the check that it accepted every frame.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
@@ -176,7 +178,8 @@ async def test_official_sdk_follows_roster_and_room_changes(
     band_platform: Any, band_sdk_venv_python: Path, tmp_path: Path
 ) -> None:
     # participant_added / participant_removed / room_removed / room_deleted
-    # pushes must pass band-sdk-core's strict validator (protocol.md §3.4, §3.5).
+    # pushes must pass band-sdk-core's strict validator
+    # (protocol, "agent_rooms:<agent_id>"; "room_participants:<room_id>").
     platform = band_platform
     agent = platform.register_agent("SDK Roster", "Echo agent whose rooms change")
     other = platform.register_agent("Roster Peer", "Joins and leaves rooms")

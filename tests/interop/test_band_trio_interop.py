@@ -7,6 +7,8 @@ drains ``/next`` (claim, reply, processed) whenever its doorbell rings; the
 dispatcher rings a room's doorbell for every ``message_created`` on its topic
 and after a reconnect. Doorbells hold one ring, so bursts coalesce and the
 dispatcher never blocks.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
@@ -269,7 +271,7 @@ async def next_control(receive: trio.MemoryReceiveChannel[Any]) -> AgentControl:
 async def test_band_trio_wire_layer_sees_stop_and_play(band_platform: Any) -> None:
     # agent.control pushes decode into AgentControl, and the REST client turns
     # the stopped-room gates (204 /next and /processing, 403 on posts) into
-    # None and RoomExecutionStoppedError, per protocol.md §5.6.
+    # None and RoomExecutionStoppedError, per (protocol, "Stopped executions").
     platform = band_platform
     agent = platform.register_agent("Wire Control", "Gets stopped and resumed")
     human = Human(platform.rest_url, platform.user.api_key)

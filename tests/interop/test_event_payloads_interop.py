@@ -1,12 +1,13 @@
 """Every WebSocket push of the local platform, checked on the wire and by the
-OFFICIAL validator (band-sdk-core, protocol.md §3.2).
+OFFICIAL validator (band-sdk-core; protocol, "Validation rules common to all events").
 
 Bare Phoenix v2 recorders (no band-trio client code) join the agent, room,
 contact and user topics and keep every frame. A scenario over REST makes the
 platform send each agent-side event at least once, ``supersede`` included.
 Then:
 
-* every frame is checked for Phoenix v2 framing (§1.3, §1.5): five elements,
+* every frame is checked for Phoenix v2 framing (protocol, "Phoenix Channels v2 framing";
+  "Channel control frames"): five elements,
   pushes with ``ref: null`` and the topic's current ``join_ref``, replies
   echoing the request's refs;
 * every push payload goes through ``band_sdk_core.validate_event_payload`` in
@@ -15,6 +16,8 @@ Then:
 The band-sdk echo tests only see the events the SDK subscribes to; this one
 also covers contact events and ``message_updated`` (sent to agents only when
 the platform is asked to).
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ AGENT_EVENTS = {
     "supersede",
 }
 #: Topics of a human socket carry events the agent validator does not know
-#: (room_updated, task_*), passed through unvalidated by the SDK (§3.8).
+#: (room_updated, task_*), passed through unvalidated by the SDK (protocol, "Human-scope topics").
 HUMAN_TOPIC_KINDS = ("user_rooms", "tasks")
 
 

@@ -6,6 +6,8 @@ current band-client-rest (0.0.51) and with the one band-sdk 6.0.1 pins (0.0.46),
 and talks to a LocalPlatform served in this test's nursery (or started by
 ``band-trio platform --json``); it prints one JSON line per call. The platform description (with its API keys) travels in the
 environment, never on a command line.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
@@ -75,8 +77,9 @@ async def test_every_endpoint_parses_with_the_official_models(
     assert {line["endpoint"] for line in lines} == set(AGENT_ENDPOINTS) | set(HUMAN_ENDPOINTS)
     passed = {line["endpoint"] for line in lines if line["ok"] and line["implemented"]}
     assert sorted(set(AGENT_ENDPOINTS) - passed) == []
-    # The local platform serves every human endpoint of §4.5, not only the
-    # ones issue 2 requires (HUMAN_REQUIRED); keep it that way.
+    # The local platform serves every human endpoint of (protocol, "Human endpoints
+    # (/api/v1/me) — brief"), not only the required ones (HUMAN_REQUIRED); keep it
+    # that way.
     assert sorted(set(HUMAN_ENDPOINTS) - passed) == []
     unknown = sorted(
         {f"{line['endpoint']}: {key}" for line in lines for key in line["unknown_keys"]}
@@ -129,8 +132,8 @@ async def read_line(stream: trio.abc.ReceiveStream) -> bytes:
 async def test_the_command_line_platform_serves_the_official_client(
     rest_models_python: Path,
 ) -> None:
-    # `band-trio platform --json` prints the description the probe reads
-    # (issue 2, item 10); the probe then runs against that separate process.
+    # `band-trio platform --json` prints the description the probe reads;
+    # the probe then runs against that separate process.
     cli = Path(sys.executable).with_name("band-trio")
     process = await trio.lowlevel.open_process(
         [str(cli), "platform", "--json", "--port", "0"],

@@ -1,11 +1,13 @@
 """WebSocket upgrade refusals of the local platform, read by band-sdk's own code.
 
 ``peers/upgrade_probe.py`` runs in the band-sdk venv and calls the SDK's
-``probe_upgrade_error`` (its diagnostic handshake, protocol.md §1.4), so the
+``probe_upgrade_error`` (its diagnostic handshake: protocol, "HTTP upgrade refusals"), so the
 refusal bodies are parsed exactly as the official client parses them: the
 ``connection_conflict`` 409 of ``on_conflict=reject``, the 400 of a bad
 ``on_conflict``, a 429 and a 503 with ``retry_after``, and the plain 403 of a
 bad key.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ async def test_upgrade_refusals_parse_as_the_official_sdk_expects(
     bad = seen["bad on_conflict"]
     assert (bad["status"], bad["parsed"]["code"]) == (400, "invalid_on_conflict")
 
-    # Auth refusals are a plain 403, which the SDK does not parse (§1.4).
+    # Auth refusals are a plain 403, which the SDK does not parse (protocol, "HTTP upgrade refusals").
     assert (seen["bad key"]["status"], seen["bad key"]["parsed"]) == (403, None)
 
     limited = seen["rate limited"]["parsed"]

@@ -6,9 +6,7 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -16,42 +14,7 @@ import trio
 
 from band_trio.cli import build_parser, main
 from band_trio.local import LocalPlatform
-
-STARTUP_DEADLINE = 30
-
-
-def cli_command(*args: str) -> list[str]:
-    """The ``band-trio`` command line with ``args``."""
-    script = Path(sys.executable).with_name("band-trio")
-    if script.exists():
-        return [str(script), *args]
-    return [sys.executable, "-m", "band_trio.cli", *args]
-
-
-async def read_line(stream: Any) -> bytes:
-    """Bytes from ``stream`` up to and including its first newline (or its end)."""
-    buffer = b""
-    while b"\n" not in buffer:
-        chunk = await stream.receive_some(4096)
-        if not chunk:
-            break
-        buffer += chunk
-    return buffer
-
-
-async def stop_process(process: trio.Process) -> int:
-    """Stop ``process`` with SIGTERM, by its pid, and return its exit status; it is
-    killed if it has not exited within :data:`STARTUP_DEADLINE`."""
-    try:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            with trio.fail_after(STARTUP_DEADLINE):
-                return await process.wait()
-        return process.returncode
-    finally:
-        if process.returncode is None:
-            os.kill(process.pid, signal.SIGKILL)
-            await process.wait()
+from tests.local.cli_helpers import STARTUP_DEADLINE, cli_command, read_line
 
 
 async def _run_platform_until(sig: int, *, as_json: bool) -> tuple[bytes, int]:

@@ -20,8 +20,8 @@ import band_trio
 from band_trio.errors import BandConfigError
 from band_trio.local import HumanClient, LocalPlatform, open_local_platform
 from band_trio.local.persistence import STATE_FILE_NAME, StateFile
+from tests.local.cli_helpers import STARTUP_DEADLINE, cli_command, read_line, stop_process
 from tests.local.helpers import IO_DEADLINE, agent_http, user_http
-from tests.local.test_cli import STARTUP_DEADLINE, cli_command, read_line, stop_process
 
 RESTART_DEADLINE = 30
 

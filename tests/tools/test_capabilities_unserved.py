@@ -1,6 +1,9 @@
-"""AgentTools with unserved capabilities (runtime.md §8.8, §1.3 step 6): the
-FILES tools are never offered, whatever the caller asks for, and calling one
-answers NOT_OFFERED without a request to the platform."""
+"""AgentTools with unserved capabilities (official runtime, "Testable behaviours" 8; "start() —
+exact order", step 6): the FILES tools are never offered, whatever the caller asks for, and
+calling one answers NOT_OFFERED without a request to the platform.
+
+Reference: docs/reference/official-runtime.rst.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +15,7 @@ import trio
 from band_trio.tools import AgentTools, ToolErrorKind, ToolResult
 from band_trio.tools.definitions import TOOL_DEFINITIONS, Capability, ToolCategory
 from band_trio.wire.rest import RestClient
-
-from .conftest import AGENT_ID, ROOM, ROSTER, RecordingHooks, ScriptedPlatform, ok
+from tests.scripted_platform import AGENT_ID, ROOM, ROSTER, RecordingHooks, ScriptedPlatform, ok
 
 FILES_TOOLS = frozenset(d.name for d in TOOL_DEFINITIONS if d.capability is Capability.FILES)
 ALL_CAPABILITIES = [c.value for c in Capability]

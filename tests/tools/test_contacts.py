@@ -34,8 +34,7 @@ from band_trio.wire.events import (
     ContactRequestUpdated,
 )
 from band_trio.wire.rest import RestClient
-
-from .conftest import ScriptedPlatform, error, ok
+from tests.scripted_platform import ScriptedPlatform, error, ok
 
 HUB_TASK = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 TS = "2026-01-01T00:00:00Z"

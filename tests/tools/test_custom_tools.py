@@ -12,8 +12,7 @@ from band_trio.adapter import ToolEffect
 from band_trio.errors import BandConfigError
 from band_trio.tools import AgentTools, CustomTools, ToolErrorKind
 from band_trio.tools._schema import ArgMeta
-
-from .conftest import RecordingHooks
+from tests.scripted_platform import RecordingHooks
 
 
 def make_tools() -> CustomTools:

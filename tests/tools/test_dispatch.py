@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from band_trio.adapter import ToolEffect
 from band_trio.tools import TOOL_DEFINITIONS, AgentTools, Capability, ToolErrorKind, ToolResult
 from band_trio.wire.rest import RestClient
-
-from .conftest import (
+from tests.scripted_platform import (
     AGENT_ID,
     API_KEY,
     ROOM,

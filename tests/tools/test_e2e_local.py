@@ -18,8 +18,7 @@ from band_trio.local import LocalPlatform
 from band_trio.local.human import HumanClient
 from band_trio.tools import TRUNCATION_MARKER, AgentTools, Capability, ToolErrorKind, ToolResult
 from band_trio.wire.rest import RestClient
-
-from .conftest import API_KEY, RecordingHooks
+from tests.scripted_platform import API_KEY, RecordingHooks
 
 ALL = frozenset(Capability)
 PNG = base64.b64decode(

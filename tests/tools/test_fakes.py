@@ -11,8 +11,7 @@ from band_trio.errors import BandToolError, RoomExecutionStoppedError
 from band_trio.testing import FakeAgentTools
 from band_trio.testing.fakes import SentMessage
 from band_trio.tools import AgentTools, CustomTools, ToolErrorKind, get_tool_schemas
-
-from .conftest import AGENT_ID, ROSTER, RecordingHooks
+from tests.scripted_platform import AGENT_ID, ROSTER, RecordingHooks
 
 
 def fake(**kw: object) -> FakeAgentTools:

@@ -9,8 +9,7 @@ import httpx
 import trio
 
 from band_trio.tools import AgentTools, ToolErrorKind, ToolResult
-
-from .conftest import ROOM, ScriptedPlatform, error, ok
+from tests.scripted_platform import ROOM, ScriptedPlatform, error, ok
 
 CONTEXT = rf"/chats/{ROOM}/context"
 TS = "2026-01-01T00:00:00Z"

@@ -1,5 +1,8 @@
 """Tool definitions and schemas: inventory, capability gate, filters, descriptions,
-agreement of the two formats, and the checked-in snapshots."""
+agreement of the two formats, and the checked-in snapshots.
+
+Reference: docs/reference/tools-and-adapters.rst.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ from band_trio.wire.rest import RestClient
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 ALL = frozenset(Capability)
 
-# tools_adapters.md §1.1, in registry order: name, category, room-bound, effect.
+# The tools of (tools and adapters, "Inventory"), in registry order: name, category, room-bound,
+# effect.
 INVENTORY = [
     ("band_send_message", "chat", True, "reply"),
     ("band_send_event", "chat", True, "observe"),

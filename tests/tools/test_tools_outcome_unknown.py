@@ -8,11 +8,11 @@ import pytest
 import trio
 
 from band_trio.errors import OutcomeUnknownError
-from band_trio.runtime.replies import reply_digest
 from band_trio.tools import AgentTools, ToolErrorKind
+from band_trio.tools.reply_digest import reply_digest
+from tests.scripted_platform import ROOM, RecordingHooks, ScriptedPlatform, error
 
-from .conftest import RecordingHooks, ScriptedPlatform, error
-from .test_send import MESSAGES
+MESSAGES = rf"/chats/{ROOM}/messages"
 
 
 def _reset(request: httpx.Request) -> httpx.Response:

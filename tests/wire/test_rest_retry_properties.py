@@ -27,7 +27,7 @@ from band_trio.wire.models import MentionRequest
 from band_trio.wire.retry import RetryPolicy
 
 from .rest_mock import ROOM, Recorder, error, make_client, ok
-from .test_rest_retries import IDEMPOTENT, WRITES
+from .retry_cases import IDEMPOTENT, WRITES
 
 SAFE = "safe"
 AMBIGUOUS = "ambiguous"

@@ -76,6 +76,7 @@ async def serve_websocket(services: Services, scope: Scope, receive: Receive, se
             fault_refusal(fault, default_code=_UPGRADE_REFUSAL_CODES.get(fault.status)),
             request_id,
         )
+        services.changes.publish()  # the rule's hit count changed: wake the waiters
         return
     query = dict(
         parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)

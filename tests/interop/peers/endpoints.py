@@ -2,13 +2,17 @@
 
 Pure data with no imports, so both the probe (run with the band-client-rest
 venv's python, which finds this file beside it) and band-trio's own tests can
-read it. Path templates and numbering follow reference/protocol.md §4.3 (agent)
-and §4.5 (human).
+read it. Path templates and numbering follow (protocol, "Agent endpoints
+(/api/v1/agent) — summary table") for the agent and ("Human endpoints (/api/v1/me)
+— brief") for the human.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
 
-#: The 38 agent endpoints of protocol.md §4.3, in the table's order.
+#: The 38 agent endpoints of (protocol, "Agent endpoints (/api/v1/agent) — summary
+#: table"), in the table's order.
 AGENT_ENDPOINTS: tuple[str, ...] = (
     "GET /api/v1/agent/me",  # 1
     "GET /api/v1/agent/peers",  # 2
@@ -50,7 +54,7 @@ AGENT_ENDPOINTS: tuple[str, ...] = (
     "POST /api/v1/agent/delegation/token",  # 38
 )
 
-#: Human endpoints the local platform must serve (issue 2, item 9: register
+#: Human endpoints the local platform must serve (to register
 #: agents, rooms, participants, messages, peers, contact requests, memories).
 HUMAN_REQUIRED: tuple[str, ...] = (
     "POST /api/v1/me/agents/register",
@@ -76,7 +80,8 @@ HUMAN_REQUIRED: tuple[str, ...] = (
     "POST /api/v1/me/memories/{id}/restore",
 )
 
-#: The rest of protocol.md §4.5. The probe calls them too; a platform that does
+#: The rest of (protocol, "Human endpoints (/api/v1/me) — brief"). The probe calls
+#: them too; a platform that does
 #: not serve one (404/405 with a proper error body) is reported, not failed.
 HUMAN_OPTIONAL: tuple[str, ...] = (
     "GET /api/v1/me/agents",

@@ -2,12 +2,14 @@
 
 Runs only with the python of the band-sdk venv (``tests/interop/venvs.py``),
 where ``band_sdk_core`` (the compiled helper band-sdk 6.0.1 uses to validate
-every push, protocol.md §3.2) is installed; band-trio never imports it.
+every push: protocol, "Validation rules common to all events") is installed; band-trio never imports it.
 
 Input on stdin: one JSON object per line, ``{"topic", "event", "payload"}``.
 Output on stdout: one JSON object per input line, ``{"topic", "event", "ok",
 "error"}``. Exit status 0 when every payload validated, 1 otherwise, 2 on bad
 input.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 This script runs only with the python of the band-client-rest virtual
 environment (``tests/interop/venvs.py``); band-trio never imports it. It calls
-every agent endpoint of reference/protocol.md §4.3 (all 38) and every human
-endpoint of §4.5 through ``band_rest.RestClient``, so each response is parsed
+every agent endpoint (all 38: protocol, "Agent endpoints (/api/v1/agent) — summary
+table") and every human endpoint ("Human endpoints (/api/v1/me) — brief") through
+``band_rest.RestClient``, so each response is parsed
 by the official pydantic models, and adds the checks the client skips:
 
 * bodies the client hides (204s, optional responses, error bodies, file bytes)
@@ -23,6 +24,8 @@ Output: one JSON object per call on stdout, ``{"endpoint", "side", "case",
 "ok", "error", "status", "implemented", "unknown_keys"}``. Diagnostics go to
 stderr. Exit status 0 when every call passed, 1 when any failed, 2 on bad input.
 API keys never appear in the output.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations

@@ -2,13 +2,15 @@
 
 Runs only with the python of the band-sdk venv. For each case it calls the
 official ``band.client.streaming.errors.probe_upgrade_error`` (the SDK's own
-diagnostic handshake with the ``websockets`` library, protocol.md §1.4), which
+diagnostic handshake with the ``websockets`` library: protocol, "HTTP upgrade refusals"), which
 parses the platform's refusal body, and also reports the raw HTTP status.
 
 Input on stdin: a JSON list of ``{"name", "url", "headers"}``.
 Output on stdout: one JSON object per case: ``{"name", "status", "connected",
 "parsed"}`` where ``parsed`` is ``null`` or ``{status_code, code, message,
 request_id, retry_after, is_connection_conflict}``.
+
+Reference: docs/reference/protocol.rst.
 """
 
 from __future__ import annotations
