@@ -28,7 +28,6 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import trio
@@ -55,21 +54,19 @@ def _report(event: str, **fields: Any) -> None:
     sys.stdout.flush()
 
 
-def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
-    """Drop the leading frames of this loader and of importlib."""
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES):
-        tb = tb.tb_next
-    return tb
-
-
 def describe_load_error(exc: BaseException) -> str:
     """The text shown for a target that failed to load: the message alone for
-    a :class:`TargetError`, the user's part of the traceback otherwise (a
-    ``SyntaxError`` shows its file, line and caret)."""
+    a :class:`TargetError`, else the traceback without the frames of this
+    loader and of importlib (a ``SyntaxError`` shows its file, line and caret)."""
     if isinstance(exc, TargetError):
         return str(exc)
-    tb = _user_traceback(exc.__traceback__)
-    return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
+    report = traceback.TracebackException.from_exception(exc)
+    report.stack = traceback.StackSummary.from_list(
+        [frame for frame in report.stack if not frame.filename.startswith(_OWN_FILES)]
+    )
+    if not report.stack:
+        return "".join(report.format_exception_only()).rstrip()
+    return "".join(report.format()).rstrip()
 
 
 def _failed_files(target: Target, exc: BaseException) -> list[str]:

@@ -234,7 +234,7 @@ class AgentProcess:
             self.watch.watch(str(f) for f in files)
         elif event == "ready":
             self.state = AgentState.READY
-            self._say(f"* {self.label} is running ({self.target.spec})")
+            self._say(f"* {self.label} is running ({self.target.spec}, pid {self.pid})")
         elif event == "error":
             self.state = AgentState.FAILED
             text = str(report.get("text", ""))
