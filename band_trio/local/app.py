@@ -1,10 +1,12 @@
 """The local platform's ASGI application: routing, authentication, faults.
 
-:class:`BandApp` serves three route tables (the agent API, the human API, the
-local admin API) and the WebSocket endpoint. For each HTTP request it applies
-the fault injection rules, authenticates the caller for the route, runs the
-synchronous handler, and publishes what the request changed (pushes to the
-sockets, a wake-up to :meth:`~band_trio.local.LocalPlatform.wait_for`).
+:class:`BandApp` serves three route tables (the agent API, the human API with
+its live-feed controls, the local admin API), the WebSocket endpoint, the
+human live feed (Server-Sent Events) and the browser playground. For each HTTP
+request it applies the fault injection rules, authenticates the caller for the
+route, runs the synchronous handler, and publishes what the request changed
+(pushes to the sockets and the live feed, a wake-up to
+:meth:`~band_trio.local.LocalPlatform.wait_for`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from band_trio.local.asgi import (
 from band_trio.local.faults import fault_refusal
 from band_trio.local.model import AgentRecord, UserRecord
 from band_trio.local.refusal import RequestRefusedError, fail, forbidden
-from band_trio.local.routes import admin_api, agent_api, human_api
+from band_trio.local.routes import admin_api, agent_api, human_api, human_feed, playground
 from band_trio.local.routes.websocket import serve_websocket
 
 __all__ = ["BandApp"]
@@ -49,7 +51,9 @@ class BandApp:
 
     def __init__(self, services: Services) -> None:
         self.services = services
-        self.routes = RouteTable((*agent_api.ROUTES, *human_api.ROUTES, *admin_api.ROUTES))
+        self.routes = RouteTable(
+            (*agent_api.ROUTES, *human_api.ROUTES, *human_feed.ROUTES, *admin_api.ROUTES)
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -74,7 +78,15 @@ class BandApp:
         response: Response
         try:
             try:
-                response = await self._dispatch(scope, receive, method, path, headers)
+                if method == "GET" and path.rstrip("/") == human_feed.STREAM_PATH:
+                    await self._stream(scope, receive, send, headers)
+                    return
+                if playground.serves(path):
+                    response = playground.respond(
+                        self.services, method, path, _query(scope), headers
+                    )
+                else:
+                    response = await self._dispatch(scope, receive, method, path, headers)
             finally:
                 self.services.changes.publish()
         except RequestRefusedError as exc:
@@ -113,9 +125,7 @@ class BandApp:
             method,
             path,
             params,
-            Query(
-                parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-            ),
+            _query(scope),
             headers,
             body,
         )
@@ -135,3 +145,33 @@ class BandApp:
         if fault is not None:
             raise fault_refusal(fault)
         return response
+
+    async def _stream(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+    ) -> None:
+        """The live feed: authenticated by header or ``?token=``, then streamed."""
+        query = _query(scope)
+        user = human_feed_user(self.services, headers, query)
+        human_feed.stream_room(self.services, user, query.str_("room_id"))
+        await human_feed.serve_stream(self.services, user, query.str_("room_id"), receive, send)
+
+
+def _query(scope: Scope) -> Query:
+    return Query(
+        parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    )
+
+
+def human_feed_user(services: Services, headers: dict[str, str], query: Query) -> UserRecord:
+    """The user of a request that may carry its key as ``?token=`` (browsers'
+    ``EventSource`` cannot set headers).
+
+    Raises:
+        RequestRefusedError: 401 without a valid key, 403 for an agent key.
+    """
+    principal = services.state.authenticate(headers.get("x-api-key") or query.str_("token"))
+    if principal is None:
+        raise fail(401, "missing or invalid API key")
+    if not isinstance(principal, UserRecord):
+        raise forbidden("this endpoint needs a user API key")
+    return principal

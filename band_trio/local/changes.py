@@ -13,6 +13,7 @@ from collections.abc import Callable
 import trio
 
 from band_trio.local.hub import Hub
+from band_trio.local.live_feed import LiveFeed
 from band_trio.local.store import PlatformState
 
 __all__ = ["ChangeFeed"]
@@ -24,18 +25,23 @@ class ChangeFeed:
     Args:
         state: the platform's state (its queued pushes are drained).
         hub: the WebSocket hub that delivers them.
+
+    Attributes:
+        live: the human live feed, told of every change after the sockets.
     """
 
     def __init__(self, state: PlatformState, hub: Hub) -> None:
         self._state = state
         self._hub = hub
         self._changed = trio.Event()
+        self.live = LiveFeed(state)
 
     def publish(self) -> None:
         """Deliver the queued pushes and wake every :meth:`wait_for` caller."""
         pushes = self._state.drain_pushes()
         if pushes:
             self._hub.deliver(pushes)
+        self.live.publish(pushes)
         self._changed.set()
         self._changed = trio.Event()
 

@@ -1,24 +1,37 @@
 """`HumanClient`: a small httpx client of the human ``/api/v1/me`` API.
 
-Used by tests and the demo to play the human side of a conversation. Methods
-return the decoded ``data`` of each answer (plain JSON); errors raise the
-:mod:`band_trio.errors` class for the status, with the platform's code,
-message, request id and details. The API key never appears in a repr or error.
+Used by tests, the demo and the chat tools to play the human side of a
+conversation. Methods return the decoded ``data`` of each answer (plain JSON);
+errors raise the :mod:`band_trio.errors` class for the status, with the
+platform's code, message, request id and details. The API key never appears in
+a repr or error. :meth:`HumanClient.stream` follows the local platform's live
+feed of the user's rooms.
 """
 
 from __future__ import annotations
 
+import codecs
+import json as jsonlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, cast
 
+import h11
 import httpx
+import trio
 
 from band_trio.errors import BandConnectionError, BandTimeoutError, error_for_status
 from band_trio.local.accounts import AgentCredentials
 
-__all__ = ["HumanClient"]
+__all__ = ["FeedItem", "HumanClient"]
+
+FeedItem = tuple[str, str | None, dict[str, Any]]
+"""One live feed event: ``(type, room_id, data)``."""
+
+# The platform sends a keep-alive comment after 15 s of silence; a stream
+# silent for four times that is taken as dead.
+STREAM_READ_TIMEOUT = 60.0
 
 _UUID_RE = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -100,24 +113,7 @@ class HumanClient:
         except httpx.HTTPError as exc:
             raise BandConnectionError(f"{method} {path} failed: {type(exc).__name__}") from None
         if response.status_code >= 400:
-            error: dict[str, Any] = {}
-            try:
-                body = response.json()
-                if isinstance(body, dict) and isinstance(body.get("error"), dict):
-                    error = body["error"]
-            except ValueError:
-                pass
-            retry = response.headers.get("retry-after")
-            raise error_for_status(response.status_code)(
-                response.status_code,
-                code=error.get("code"),
-                message=error.get("message"),
-                request_id=error.get("request_id"),
-                details=error.get("details") if isinstance(error.get("details"), dict) else None,
-                retry_after=float(retry) if retry and retry.isdigit() else None,
-                method=method,
-                path=path,
-            )
+            _raise_for(response, method, path)
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
@@ -229,6 +225,118 @@ class HumanClient:
         """Every message of the room, oldest first."""
         return await self._all(f"/chats/{room_id}/messages", {"message_type": message_type})
 
+    # ------------------------------------------------------------------ live feed, control
+
+    async def stream(self, room_id: str | None = None) -> AsyncIterator[FeedItem]:
+        """Follow the live feed of the user's rooms (or of one room), as
+        ``(type, room_id, data)`` tuples, until the platform ends the stream.
+
+        The first event is ``("resync", None, {})``: list what you show then;
+        every later change arrives as an event. Another ``resync`` means events
+        were dropped because the reader fell behind: list again. Types:
+        ``message_created`` (data: the message as :meth:`list_messages` returns
+        it, events such as tool calls included), ``message_status``,
+        ``agent_activity``, ``participant_added``, ``participant_removed``,
+        ``room_added``, ``room_removed``, ``room_updated``.
+
+        Close it when done (``async with contextlib.aclosing(client.stream())``)
+        so the connection is released at once.
+
+        Raises:
+            APIStatusError: (a subclass per status) 404 for a room the user is not in.
+            BandConnectionError: the stream could not be opened or broke.
+            BandTimeoutError: nothing arrived for a minute (keep-alives included).
+        """
+        # Read with h11 on a plain Trio stream rather than httpx's streaming
+        # iterators: those are nested async generators that a reader stopping
+        # early (``break``) would leave unfinished.
+        url = httpx.URL(
+            str(self._http.base_url).rstrip("/") + "/stream",
+            params={"room_id": room_id} if room_id is not None else None,
+        )
+        connect_timeout = self._http.timeout.connect or 30.0
+        try:
+            with trio.fail_after(connect_timeout):
+                if url.scheme == "https":
+                    sock: trio.abc.Stream = await trio.open_ssl_over_tcp_stream(
+                        url.host, url.port or 443
+                    )
+                else:
+                    sock = await trio.open_tcp_stream(url.host, url.port or 80)
+        except trio.TooSlowError:
+            raise BandTimeoutError("opening the live feed timed out") from None
+        except OSError as exc:
+            raise BandConnectionError(f"the live feed failed: {type(exc).__name__}") from None
+        async with sock:
+            conn = h11.Connection(h11.CLIENT)
+            request = h11.Request(
+                method="GET",
+                target=url.raw_path,
+                headers=[
+                    (b"host", url.netloc),
+                    (b"accept", b"text/event-stream"),
+                    (b"x-api-key", self._http.headers["x-api-key"].encode()),
+                ],
+            )
+            lines = _SseLines()
+            try:
+                await sock.send_all(
+                    (conn.send(request) or b"") + (conn.send(h11.EndOfMessage()) or b"")
+                )
+                response: h11.Response | None = None
+                error_body = b""
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        with trio.fail_after(STREAM_READ_TIMEOUT):
+                            conn.receive_data(bytes(await sock.receive_some(65536)))
+                    elif isinstance(event, h11.Response):
+                        response = event
+                    elif isinstance(event, h11.Data) and response is not None:
+                        if response.status_code >= 400:
+                            error_body += event.data
+                        else:
+                            for item in lines.feed(event.data):
+                                yield item
+                    elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                        break
+                if response is not None and response.status_code >= 400:
+                    _raise_for(
+                        httpx.Response(
+                            response.status_code,
+                            headers=[(k.decode(), v.decode()) for k, v in response.headers],
+                            content=error_body,
+                        ),
+                        "GET",
+                        "/stream",
+                    )
+            except trio.TooSlowError:
+                raise BandTimeoutError("the live feed went silent") from None
+            except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
+                raise BandConnectionError(f"the live feed failed: {type(exc).__name__}") from None
+
+    async def control(self, room_id: str, action: str, agent_id: str | None = None) -> list[str]:
+        """Send ``agent.control`` (``interrupt``, ``stop`` or ``play``) to one
+        agent of the room, or to every agent in it; returns the agents told.
+
+        Raises:
+            NotFoundError: the user is not in the room, or the agent is not.
+            UnprocessableEntityError: an unknown action.
+        """
+        body: dict[str, Any] = {"action": action}
+        if agent_id is not None:
+            body["agent_id"] = agent_id
+        data = await self._obj("POST", f"/chats/{room_id}/control", json=body)
+        return list(data["sent"])
+
+    async def agent_status(self, room_id: str | None = None) -> list[dict[str, Any]]:
+        """The user's agents (or the agents in ``room_id``): ``id``, ``name``,
+        ``handle``, ``connected``, ``status`` (working or idle), ``stopped_rooms``
+        and ``messages`` (delivery counts by status)."""
+        return await self._rows(
+            "GET", "/agents/status", params={"room_id": room_id} if room_id else None
+        )
+
     # ------------------------------------------------------------------ peers, contacts
 
     async def peers(self, *, not_in_chat: str | None = None) -> list[dict[str, Any]]:
@@ -307,3 +415,59 @@ class HumanClient:
     async def restore_memory(self, memory_id: str) -> dict[str, Any]:
         """Restore an archived or superseded memory."""
         return await self._obj("POST", f"/memories/{memory_id}/restore")
+
+
+def _raise_for(response: httpx.Response, method: str, path: str) -> None:
+    error: dict[str, Any] = {}
+    try:
+        body = response.json()
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            error = body["error"]
+    except ValueError:
+        pass
+    retry = response.headers.get("retry-after")
+    raise error_for_status(response.status_code)(
+        response.status_code,
+        code=error.get("code"),
+        message=error.get("message"),
+        request_id=error.get("request_id"),
+        details=error.get("details") if isinstance(error.get("details"), dict) else None,
+        retry_after=float(retry) if retry and retry.isdigit() else None,
+        method=method,
+        path=path,
+    )
+
+
+class _SseLines:
+    """Server-Sent Events bytes -> feed items (comments and other fields skipped)."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._partial = ""
+        self._type = ""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[FeedItem]:
+        items: list[FeedItem] = []
+        *lines, self._partial = (self._partial + self._decoder.decode(chunk)).split("\n")
+        for raw in lines:
+            line = raw.removesuffix("\r")
+            if line:
+                field, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if field == "event":
+                    self._type = value
+                elif field == "data":
+                    self._data.append(value)
+                continue
+            if self._data:
+                doc = jsonlib.loads("\n".join(self._data))
+                items.append(
+                    (
+                        str(doc.get("type") or self._type),
+                        doc.get("room_id"),
+                        dict(doc.get("data") or {}),
+                    )
+                )
+            self._type, self._data = "", []
+        return items
