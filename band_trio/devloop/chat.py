@@ -13,6 +13,7 @@ message naming nobody goes to every agent in the room.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -177,12 +178,12 @@ class TerminalChat:
         started = False
         while True:
             try:
-                stream = self.human.stream()
                 if not started:
                     task_status.started()
                     started = True
-                async for kind, room_id, data in stream:
-                    await self._on_event(kind, room_id, data)
+                async with contextlib.aclosing(self.human.stream()) as stream:
+                    async for kind, room_id, data in stream:
+                        await self._on_event(kind, room_id, data)
                 self.say("!! the live feed ended; reconnecting")
             except BandError as exc:
                 if not started:
@@ -254,6 +255,7 @@ class TerminalChat:
         for participant in participants:
             self.roster.learn(participant)
         self._participants = [p["id"] for p in participants]
+        self.roster.activity.clear()
         messages = await self.human.list_messages(room_id)
         self._seen = {m["id"] for m in messages}
         title = next((r.get("title") for r in self.rooms if r["id"] == room_id), None)
@@ -391,8 +393,7 @@ class TerminalChat:
             if agent_id is None:
                 self.say(f"!! no agent {who} in this room")
                 return
-        result = await self.human.control(room_id, action, agent_id)
-        sent = result.get("sent", []) if isinstance(result, dict) else []
+        sent = await self.human.control(room_id, action, agent_id)
         names = ", ".join(self.roster.label(a) for a in sent) or "no agent"
         self.say(f"* {action} sent to {names}")
 

@@ -34,6 +34,8 @@ class Roster:
     names: dict[str, str] = attrs.Factory(dict)
     handles: dict[str, str] = attrs.Factory(dict)
     agents: set[str] = attrs.Factory(set)
+    activity: dict[str, dict[str, Any]] = attrs.Factory(dict)
+    """The last ``agent_activity`` data seen per agent (of the room shown)."""
 
     def learn(self, participant: Mapping[str, Any]) -> None:
         """Remember a participant, peer or agent record (``id``, ``name``,
@@ -101,6 +103,26 @@ def render_message(message: Mapping[str, Any], roster: Roster) -> str:
     return f"  {sender} [{kind}] {shorten(content)}"
 
 
+def _activity_line(data: Mapping[str, Any], roster: Roster) -> str | None:
+    """What changed in an agent's state since its last ``agent_activity``:
+    connected, stopped in the room, working."""
+    agent_id = data.get("agent_id")
+    if not isinstance(agent_id, str):
+        return None
+    before = roster.activity.get(agent_id, {})
+    roster.activity[agent_id] = dict(data)
+    changes = []
+    if "connected" in data and data["connected"] != before.get("connected"):
+        changes.append("is connected" if data["connected"] else "is offline")
+    if "stopped" in data and bool(data["stopped"]) != bool(before.get("stopped")):
+        changes.append("is stopped here (/play resumes it)" if data["stopped"] else "plays again")
+    if data.get("status") != before.get("status", "idle"):
+        changes.append("is working…" if data.get("status") == "working" else "is idle")
+    if not changes:
+        return None
+    return f"* {roster.label(agent_id)} " + ", ".join(changes)
+
+
 def render_event(
     kind: str, data: Mapping[str, Any], roster: Roster, *, verbose: bool = False
 ) -> str | None:
@@ -109,9 +131,7 @@ def render_event(
     if kind == "message_created":
         return render_message(data, roster)
     if kind == "agent_activity":
-        who = roster.label(data.get("agent_id"))
-        status = data.get("status")
-        return f"* {who} is working…" if status == "working" else f"* {who} is {status}"
+        return _activity_line(data, roster)
     if kind == "message_status":
         status = data.get("status")
         if status != "failed" and not verbose:

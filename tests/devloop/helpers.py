@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import signal
+import struct
 import subprocess
 import sys
+import termios
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -144,3 +148,79 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\r")
+
+
+class Terminal:
+    """A process on a pseudo-terminal: type into it, read what it shows."""
+
+    def __init__(self, process: trio.Process, master: trio.lowlevel.FdStream) -> None:
+        self.process = process
+        self.master = master
+        self.raw = b""
+        self._changed = trio.Event()
+
+    @property
+    def screen(self) -> str:
+        """Everything shown so far, without terminal escape sequences."""
+        return _ANSI.sub("", self.raw.decode(errors="replace"))
+
+    async def pump(self) -> None:
+        while True:
+            try:
+                chunk = await self.master.receive_some(65536)
+            except (trio.BrokenResourceError, OSError):  # EIO once the other side is closed
+                chunk = b""
+            self._changed.set()
+            self._changed = trio.Event()
+            if not chunk:
+                return
+            self.raw += chunk
+
+    async def type(self, text: str) -> None:
+        await self.master.send_all(text.encode())
+
+    async def wait_for(self, text: str, *, after: int = 0, within: float = STEP) -> int:
+        """Wait until ``text`` shows at or after offset ``after`` of :attr:`screen`;
+        returns the offset just past it."""
+        with trio.move_on_after(within):
+            while (index := self.screen.find(text, after)) < 0:
+                await self._changed.wait()
+            return index + len(text)
+        raise AssertionError(f"{text!r} not shown after offset {after}:\n{self.screen}")
+
+
+@asynccontextmanager
+async def on_terminal(args: Sequence[str], cwd: Path) -> AsyncIterator[Terminal]:
+    """Run ``band-trio ARGS`` on a new pseudo-terminal; SIGKILL it by its pid if it
+    is still running at the end."""
+    master, slave = os.openpty()
+    # A terminal of a known size, so the line editor does not wrap early.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "200", "LINES": "50"}
+    try:
+        process = await trio.lowlevel.open_process(
+            band_trio_command(*args),
+            cwd=cwd,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+        )
+    finally:
+        os.close(slave)
+    terminal = Terminal(process, trio.lowlevel.FdStream(master))
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(terminal.pump)
+            yield terminal
+            nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+            await terminal.master.aclose()

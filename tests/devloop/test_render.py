@@ -56,12 +56,17 @@ def test_an_unknown_sender_falls_back_to_its_name() -> None:
 
 def test_working_state_failures_and_roster_changes() -> None:
     r = roster()
-    assert render_event("agent_activity", {"agent_id": "a1", "status": "working"}, r) == (
-        "* @you/echo is working…"
+    state = {"agent_id": "a1", "status": "idle", "stopped": False, "connected": True}
+    assert render_event("agent_activity", state, r) == "* @you/echo is connected"
+    assert render_event("agent_activity", state, r) is None
+    working = {**state, "status": "working"}
+    assert render_event("agent_activity", working, r) == "* @you/echo is working…"
+    stopped = {**state, "stopped": True}
+    assert render_event("agent_activity", stopped, r) == (
+        "* @you/echo is stopped here (/play resumes it), is idle"
     )
-    assert render_event("agent_activity", {"agent_id": "a1", "status": "idle"}, r) == (
-        "* @you/echo is idle"
-    )
+    gone = {**stopped, "stopped": False, "connected": False}
+    assert render_event("agent_activity", gone, r) == "* @you/echo is offline, plays again"
     status = {"message_id": "m", "agent_id": "a1", "status": "processed"}
     assert render_event("message_status", status, r) is None
     assert render_event("message_status", status, r, verbose=True) == "  (@you/echo: processed)"
