@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,34 +17,76 @@ from functools import partial
 
 import trio
 
-from band_trio.errors import MissingExtraError
+from band_trio.errors import BandConfigError, MissingExtraError
 
 __all__ = ["build_parser", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 
 
+ENV_FILE_AGENT = "{agent}"
+"""The placeholder of ``--env-file`` replaced by each agent's slug."""
+CLI_AGENT_DESCRIPTION = "An agent registered with band-trio platform --agent."
+
+
 def _add_platform(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "platform",
         help="run the embedded local Band platform",
-        description="Run the embedded local Band platform until Ctrl+C.",
+        description=(
+            "Run the embedded local Band platform until Ctrl+C. Without --state it "
+            "lives in memory and every run mints new ids and keys; with --state DIR "
+            "it keeps users, agents and their keys, rooms, messages (with each "
+            "agent's delivery status), files, memories and contacts in DIR, so "
+            "credentials exported once keep working."
+        ),
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)"
     )
-    parser.add_argument("--port", type=int, default=0, help="TCP port (default: 0, a free port)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="TCP port (default: 0, a free port; with --state, the previous run's "
+        "port when it is free, so the URLs handed out stay valid)",
+    )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON line with URLs and credentials"
+    )
+    parser.add_argument(
+        "--state",
+        metavar="DIR",
+        default=None,
+        help="keep the platform's state in DIR (SQLite) across restarts",
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="NAME",
+        action="append",
+        default=[],
+        dest="agents",
+        help="register an agent called NAME instead of the demo agent (repeatable); "
+        "with --state the same name keeps its id and key",
+    )
+    parser.add_argument(
+        "--env-file",
+        metavar="PATH",
+        default=None,
+        help="write BAND_AGENT_ID, BAND_API_KEY, BAND_REST_URL and BAND_WS_URL "
+        "(KEY=value lines, for `set -a; . PATH` or any .env reader) for the --agent "
+        "agents (else every agent) to PATH; with several agents PATH must contain "
+        f"{ENV_FILE_AGENT}, replaced by each agent's slug (one file per agent)",
     )
     parser.set_defaults(handler=_run_platform)
 
 
-def _platform_info(platform: object) -> dict[str, object]:
+def _platform_info(platform: object, env_files: Sequence[str] = ()) -> dict[str, object]:
+    # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import LocalPlatform
 
     assert isinstance(platform, LocalPlatform)
-    return {
+    info: dict[str, object] = {
         "rest_url": platform.rest_url,
         "ws_url": platform.ws_url,
         "user": {
@@ -56,6 +99,11 @@ def _platform_info(platform: object) -> dict[str, object]:
             for a in platform.agents
         ],
     }
+    if platform.state_dir is not None:
+        info["state_dir"] = str(platform.state_dir)
+    if env_files:
+        info["env_files"] = list(env_files)
+    return info
 
 
 def _print_info(info: dict[str, object], as_json: bool) -> None:
@@ -71,6 +119,8 @@ def _print_info(info: dict[str, object], as_json: bool) -> None:
         f"  User:          @{user['handle']} (id {user['id']})",
         f"  User API key:  {user['api_key']}",
     ]
+    if "state_dir" in info:
+        lines.append(f"  State:         {info['state_dir']}")
     agents = info["agents"]
     assert isinstance(agents, list)
     for agent in agents:
@@ -79,17 +129,63 @@ def _print_info(info: dict[str, object], as_json: bool) -> None:
             f"    BAND_AGENT_ID={agent['id']}",
             f"    BAND_API_KEY={agent['api_key']}",
         ]
+    env_files = info.get("env_files", [])
+    assert isinstance(env_files, list)
+    lines += [f"  Env file:      {path}" for path in env_files]
     print("\n".join(lines), flush=True)
 
 
-async def _serve_platform(args: argparse.Namespace) -> None:
-    from band_trio.local import LocalPlatform
+def _env_file_paths(pattern: str, slugs: Sequence[str]) -> list[str]:
+    """Where ``--env-file`` puts each agent's settings.
 
-    platform = LocalPlatform(host=args.host, port=args.port)
+    Raises:
+        BandConfigError: several agents and no ``{agent}`` in ``pattern``.
+    """
+    if ENV_FILE_AGENT not in pattern:
+        if len(slugs) > 1:
+            raise BandConfigError(
+                f"--env-file needs {ENV_FILE_AGENT} in its path for {len(slugs)} agents "
+                f"(one file per agent), e.g. --env-file {ENV_FILE_AGENT}.env"
+            )
+        return [pattern] * len(slugs)
+    return [pattern.replace(ENV_FILE_AGENT, slug) for slug in slugs]
+
+
+def _slug(handle: str) -> str:
+    """The agent part of an agent handle (``demo/echo`` -> ``echo``)."""
+    return handle.rsplit("/", 1)[-1]
+
+
+def _write_env_file(path: str, settings: dict[str, str]) -> None:
+    """Write ``KEY=value`` lines to ``path`` atomically, readable by its owner only
+    (it holds an API key)."""
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    temporary = f"{path}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.writelines(f"{key}={value}\n" for key, value in settings.items())
+    os.replace(temporary, path)
+
+
+async def _serve_platform(
+    args: argparse.Namespace, platform: object, targets: Sequence[object]
+) -> None:
+    # Lazy: the local platform is the optional `local` extra.
+    from band_trio.local import AgentCredentials, LocalPlatform
+
+    assert isinstance(platform, LocalPlatform)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(platform.serve)
-            _print_info(_platform_info(platform), args.json)
+            env_files: list[str] = []
+            if args.env_file is not None:
+                agents = [a for a in targets if isinstance(a, AgentCredentials)]
+                env_files = _env_file_paths(args.env_file, [_slug(a.handle) for a in agents])
+                for path, creds in zip(env_files, agents, strict=True):
+                    _write_env_file(path, platform.agent_env(creds))
+            _print_info(_platform_info(platform, env_files), args.json)
             async for _ in signals:
                 break
             nursery.cancel_scope.cancel()
@@ -98,15 +194,33 @@ async def _serve_platform(args: argparse.Namespace) -> None:
 def _require_local() -> None:
     """Import the local platform now, outside Trio, so that a missing ``local``
     extra is one plain :class:`MissingExtraError` (reported by :func:`main`)."""
-    import band_trio.local  # noqa: F401
+    import band_trio.local  # noqa: F401 - lazy: the optional `local` extra
 
 
 def _run_platform(args: argparse.Namespace) -> int:
     _require_local()
+    # Lazy: the local platform is the optional `local` extra.
+    from band_trio.local import LocalPlatform
+
     try:
-        trio.run(_serve_platform, args)
+        platform = LocalPlatform(
+            host=args.host, port=args.port, seed_demo=not args.agents, state_dir=args.state
+        )
+    except BandConfigError as exc:
+        print(f"band-trio platform: {exc}", file=sys.stderr)
+        return 1
+    try:
+        named = [platform.ensure_agent(name, CLI_AGENT_DESCRIPTION) for name in args.agents]
+        targets = list(dict.fromkeys(named)) or list(platform.agents)
+        if args.env_file is not None:
+            # Refuse a path that cannot hold every agent before serving anything.
+            _env_file_paths(args.env_file, [_slug(a.handle) for a in targets])
+        trio.run(_serve_platform, args, platform, targets)
     except KeyboardInterrupt:  # Ctrl+C before the signal handler was installed
         return 0
+    except BandConfigError as exc:
+        print(f"band-trio platform: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"band-trio platform: {exc}", file=sys.stderr)
         return 1
@@ -116,6 +230,8 @@ def _run_platform(args: argparse.Namespace) -> int:
             raise
         print(f"band-trio platform: {_first_leaf(errors)}", file=sys.stderr)
         return 1
+    finally:
+        platform.close()
     return 0
 
 

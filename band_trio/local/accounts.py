@@ -14,11 +14,17 @@ from collections.abc import Mapping
 import attrs
 
 from band_trio.local.hub import Hub
-from band_trio.local.model import JSON, UserRecord, new_id, now_ts
+from band_trio.local.model import JSON, AgentRecord, UserRecord, new_id, now_ts
 from band_trio.local.refusal import RequestRefusedError, invalid, not_found
 from band_trio.local.store import PlatformState
 
-__all__ = ["Accounts", "AgentCredentials", "UserCredentials"]
+__all__ = [
+    "Accounts",
+    "AgentCredentials",
+    "UserCredentials",
+    "agent_credentials",
+    "user_credentials",
+]
 
 
 @attrs.frozen
@@ -41,6 +47,18 @@ class AgentCredentials:
     handle: str
 
 
+def user_credentials(user: UserRecord) -> UserCredentials:
+    """The credentials of a user record."""
+    return UserCredentials(id=user.id, api_key=user.api_key, handle=user.handle, name=user.name)
+
+
+def agent_credentials(agent: AgentRecord) -> AgentCredentials:
+    """The credentials of an agent record."""
+    return AgentCredentials(
+        id=agent.id, api_key=agent.api_key, name=agent.name, handle=agent.handle
+    )
+
+
 class Accounts:
     """Creates and deletes users and agents of one platform.
 
@@ -58,14 +76,18 @@ class Accounts:
         self._hub = hub
         self.agents: list[AgentCredentials] = []
 
+    def restore(self) -> None:
+        """List every agent the state already holds (read back from storage) as
+        registered through this object, oldest first."""
+        self.agents = [agent_credentials(agent) for agent in self._state.agents.values()]
+
     def create_user(self, name: str, handle: str, *, organization: bool = False) -> UserCredentials:
         """Create a user and return its credentials.
 
         Raises:
             ValueError: the handle is malformed or already taken.
         """
-        user = self._state.create_user(name, handle, organization=organization)
-        return UserCredentials(id=user.id, api_key=user.api_key, handle=user.handle, name=user.name)
+        return user_credentials(self._state.create_user(name, handle, organization=organization))
 
     def register_agent(
         self,
@@ -83,9 +105,7 @@ class Accounts:
         agent = self._state.register_agent(
             self._state.users[owner_id], name, description, feature_flags=feature_flags
         )
-        creds = AgentCredentials(
-            id=agent.id, api_key=agent.api_key, name=agent.name, handle=agent.handle
-        )
+        creds = agent_credentials(agent)
         self.agents.append(creds)
         return creds
 

@@ -26,6 +26,8 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+import attrs
+
 from band_trio.local._input import Obj
 from band_trio.local.model import (
     JSON,
@@ -34,6 +36,7 @@ from band_trio.local.model import (
     ContactRequestRecord,
     Membership,
     Memory,
+    Message,
     Principal,
     Push,
     RoomRecord,
@@ -45,7 +48,7 @@ from band_trio.local.model import (
 )
 from band_trio.local.refusal import forbidden, invalid, not_found
 
-__all__ = ["ACTIVITY_TTL", "FEATURE_FLAGS", "Directory"]
+__all__ = ["ACTIVITY_TTL", "FEATURE_FLAGS", "ChangedRecords", "Directory"]
 
 MAX_TITLE_CHARS = 120
 ROLES = ("owner", "admin", "member")
@@ -53,6 +56,24 @@ ACTIVITY_TTL = 10.0  # seconds a working:true report stays in effect
 FEATURE_FLAGS = {"ff_file_transfer": True, "ff_room_tasks": True}
 
 _HANDLE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,38}$")
+
+
+@attrs.define
+class ChangedRecords:
+    """The messages and memories changed since a persistence layer last took
+    them (:meth:`Directory.take_changes`).
+
+    Only these two collections grow without bound, so only they are tracked
+    one record at a time; the other records are few enough to be compared
+    whole when they are saved.
+
+    Attributes:
+        messages: changed messages by id (new ones and delivery changes).
+        memories: ids of memories created, changed or deleted.
+    """
+
+    messages: dict[str, Message] = attrs.Factory(dict)
+    memories: set[str] = attrs.Factory(set)
 
 
 class Directory:
@@ -78,10 +99,55 @@ class Directory:
         self._by_key: dict[str, str] = {}
         self._by_handle: dict[str, str] = {}
         self._seq = itertools.count(1)
+        # None until a persistence layer asks (track_changes): a platform kept
+        # in memory pays one attribute test per change, nothing more.
+        self._changed: ChangedRecords | None = None
 
     def next_seq(self) -> int:
         """The next value of the platform-wide ordering counter."""
         return next(self._seq)
+
+    # ------------------------------------------------------------------ change tracking
+
+    def track_changes(self) -> None:
+        """Start recording changed messages and memories (see :meth:`take_changes`)."""
+        if self._changed is None:
+            self._changed = ChangedRecords()
+
+    def take_changes(self) -> ChangedRecords:
+        """The messages and memories changed since the last call (empty when not
+        tracking)."""
+        changed = self._changed
+        if changed is None:
+            return ChangedRecords()
+        self._changed = ChangedRecords()
+        return changed
+
+    def message_changed(self, message: Message) -> None:
+        """Note that ``message`` was created or changed (for a persistence layer)."""
+        if self._changed is not None:
+            self._changed.messages[message.id] = message
+
+    def memory_changed(self, memory_id: str) -> None:
+        """Note that a memory was created, changed or deleted (for a persistence layer)."""
+        if self._changed is not None:
+            self._changed.memories.add(memory_id)
+
+    # ------------------------------------------------------------------ restoring
+
+    def restore_principal(self, principal: Principal) -> None:
+        """Add a user or agent read back from storage, with its key and handle."""
+        if isinstance(principal, AgentRecord):
+            self.agents[principal.id] = principal
+        else:
+            self.users[principal.id] = principal
+        self._by_key[principal.api_key] = principal.id
+        self._by_handle[principal.handle.lower()] = principal.id
+
+    def restore_seq(self, top: int) -> None:
+        """Continue the ordering counter after ``top``, the highest value stored
+        (call it on a state being filled from storage, before any change)."""
+        self._seq = itertools.count(top + 1)
 
     # ------------------------------------------------------------------ principals
 

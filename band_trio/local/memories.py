@@ -116,6 +116,7 @@ def create(state: PlatformState, agent: AgentRecord, body: Obj) -> JSON:
         seq=state.next_seq(),
     )
     state.memories[memory.id] = memory
+    state.memory_changed(memory.id)
     return memory_json(memory)
 
 
@@ -207,6 +208,7 @@ def _transition(state: PlatformState, agent: AgentRecord, memory_id: str, status
     if memory.status != status:
         memory.status = status
         memory.updated_at = now_ts()
+        state.memory_changed(memory.id)
     return memory_json(memory)
 
 
@@ -284,6 +286,7 @@ def human_delete(state: PlatformState, user: UserRecord, memory_id: str) -> None
     """``DELETE /me/memories/{id}`` (hard delete)."""
     memory = _human_memory(state, user, memory_id)
     del state.memories[memory.id]
+    state.memory_changed(memory.id)
 
 
 def human_transition(state: PlatformState, user: UserRecord, memory_id: str, action: str) -> JSON:
@@ -296,4 +299,5 @@ def human_transition(state: PlatformState, user: UserRecord, memory_id: str, act
     else:
         memory.status = {"supersede": "superseded", "archive": "archived"}[action]
     memory.updated_at = now_ts()
+    state.memory_changed(memory.id)
     return _user_memory_json(state, memory)

@@ -8,6 +8,7 @@ import socket
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -22,14 +23,20 @@ except ModuleNotFoundError as exc:  # installed without the `local` extra
     raise MissingExtraError("local", "the embedded local Band platform") from exc
 
 from band_trio.local._input import Obj
-from band_trio.local.accounts import Accounts, AgentCredentials, UserCredentials
+from band_trio.local.accounts import (
+    Accounts,
+    AgentCredentials,
+    UserCredentials,
+    user_credentials,
+)
 from band_trio.local.app import BandApp
 from band_trio.local.asgi import Services
 from band_trio.local.changes import ChangeFeed
 from band_trio.local.faults import FaultInjector
 from band_trio.local.hub import Hub, HubStatistics
 from band_trio.local.human import mention_item
-from band_trio.local.model import JSON, new_key
+from band_trio.local.model import JSON, UserRecord, new_key
+from band_trio.local.persistence import StateFile
 from band_trio.local.routes.websocket import WS_PATH
 from band_trio.local.store import PlatformState
 
@@ -40,6 +47,21 @@ log = logging.getLogger("band_trio.local")
 DEFAULT_MAX_UPLOAD = 25 * 1024 * 1024
 DEMO_AGENT_NAME = "Echo"
 DEMO_AGENT_DESCRIPTION = "A demo agent: mention it and it answers in the room."
+LAST_PORT_SETTING = "last_port"
+
+
+class _SavingChangeFeed(ChangeFeed):
+    """A change feed that saves the state before publishing, so that no client
+    is told of a change a restart would lose."""
+
+    def __init__(self, state: PlatformState, hub: Hub, state_file: StateFile) -> None:
+        super().__init__(state, hub)
+        self._saved_state = state
+        self._state_file = state_file
+
+    def publish(self) -> None:
+        self._state_file.save(self._saved_state)
+        super().publish()
 
 
 class LocalPlatform:
@@ -49,15 +71,33 @@ class LocalPlatform:
     agent owned by it (``agents[0]``). Start it with
     ``await nursery.start(platform.serve)`` or :func:`open_local_platform`.
 
+    With ``state_dir``, the platform remembers: users, agents and their keys,
+    rooms and participants, messages with each agent's delivery status,
+    files, memories and contacts are kept in SQLite in that directory (one
+    small synchronous write after each request) and read back by the next
+    platform built on it. Construction then reuses what is stored: the user
+    with ``user_handle`` if there is one, and no demo agent is seeded unless
+    the directory was empty. Only one platform may use a directory at a time;
+    call :meth:`close` (or use :func:`open_local_platform`) to release it.
+    Without ``state_dir`` everything lives in memory and is gone with the
+    object.
+
     Args:
         host: interface to bind (loopback by default).
-        port: TCP port; 0 picks a free one (read :attr:`rest_url` once started).
-        seed_demo: pre-register the demo agent.
+        port: TCP port; 0 picks a free one (read :attr:`rest_url` once
+            started), or, with ``state_dir``, the port of the previous run
+            when it is free, so that URLs handed out stay valid.
+        seed_demo: pre-register the demo agent (on an empty state only).
         admin_key: the ``x-admin-key`` for ``/_local/admin``; random by default.
         max_upload_bytes: file uploads above this answer 413.
         agent_message_updates: also push ``message_updated`` to agents.
         user_name: display name of the pre-created user.
         user_handle: handle of the pre-created user.
+        state_dir: the directory to keep the state in; None keeps it in memory.
+
+    Raises:
+        BandConfigError: ``state_dir`` is in use by another platform, or holds
+            a state that cannot be read.
 
     Attributes:
         state: the in-memory model (read it in tests; never mutate it directly).
@@ -66,6 +106,7 @@ class LocalPlatform:
         user: the pre-created user's credentials.
         agents: credentials of every agent registered through this object.
         admin_key: the admin key.
+        state_dir: where the state is kept (None: in memory).
     """
 
     def __init__(
@@ -79,6 +120,7 @@ class LocalPlatform:
         agent_message_updates: bool = False,
         user_name: str = "Demo User",
         user_handle: str = "demo",
+        state_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -87,11 +129,30 @@ class LocalPlatform:
         self.hub = Hub(self.state)
         self.faults = FaultInjector()
         self.admin_key = admin_key or new_key("band_admin")
+        self.state_dir = None if state_dir is None else Path(state_dir)
         self._accounts = Accounts(self.state, self.hub)
+        self._state_file: StateFile | None = None
         self._changes = ChangeFeed(self.state, self.hub)
-        self.user = self.create_user(user_name, user_handle, organization=True)
-        if seed_demo:
-            self.register_agent(DEMO_AGENT_NAME, DEMO_AGENT_DESCRIPTION)
+        if self.state_dir is not None:
+            self._state_file = StateFile.open(self.state_dir)
+            try:
+                self._state_file.load(self.state)
+                self._accounts.restore()
+                self._changes = _SavingChangeFeed(self.state, self.hub, self._state_file)
+                stored = self.state.by_handle(user_handle)
+                if isinstance(stored, UserRecord):
+                    self.user = user_credentials(stored)
+                else:
+                    self.user = self.create_user(user_name, user_handle, organization=True)
+                if seed_demo and self._state_file.fresh:
+                    self.register_agent(DEMO_AGENT_NAME, DEMO_AGENT_DESCRIPTION)
+            except BaseException:
+                self._state_file.close()
+                raise
+        else:
+            self.user = self.create_user(user_name, user_handle, organization=True)
+            if seed_demo:
+                self.register_agent(DEMO_AGENT_NAME, DEMO_AGENT_DESCRIPTION)
         self._app = BandApp(
             Services(
                 state=self.state,
@@ -154,8 +215,10 @@ class LocalPlatform:
         listener = socket.socket(family, socket.SOCK_STREAM)
         try:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind((self.host, self.port))
+            self._bind(listener)
             port = listener.getsockname()[1]
+            if self._state_file is not None:
+                self._state_file.remember(LAST_PORT_SETTING, str(port))
             config = Config()
             # hypercorn takes ownership of the fd it is given: give it a duplicate.
             config.bind = [f"fd://{os.dup(listener.fileno())}"]
@@ -175,6 +238,26 @@ class LocalPlatform:
                 task_status.started(self)
         finally:
             listener.close()
+
+    def _bind(self, listener: socket.socket) -> None:
+        last = self._state_file.setting(LAST_PORT_SETTING) if self._state_file else None
+        if self.port == 0 and last is not None and last.isdigit():
+            try:
+                listener.bind((self.host, int(last)))
+                return
+            except OSError:  # taken since: any free port will do
+                log.info("the previous port %s is taken; picking a free one", last)
+        listener.bind((self.host, self.port))
+
+    def close(self) -> None:
+        """Release the state directory (nothing to do without ``state_dir``).
+
+        Everything was saved as it happened; changes made after closing are
+        kept in memory only. Idempotent.
+        """
+        if self._state_file is not None:
+            self._state_file.save(self.state)
+            self._state_file.close()
 
     # ------------------------------------------------------------------ notifications
 
@@ -199,7 +282,9 @@ class LocalPlatform:
         Raises:
             ValueError: the handle is malformed or already taken.
         """
-        return self._accounts.create_user(name, handle, organization=organization)
+        creds = self._accounts.create_user(name, handle, organization=organization)
+        self._save()
+        return creds
 
     def register_agent(
         self,
@@ -225,9 +310,54 @@ class LocalPlatform:
             KeyError: ``owner`` is not a user of this platform.
         """
         owner_id = owner.id if isinstance(owner, UserCredentials) else (owner or self.user.id)
-        return self._accounts.register_agent(
+        creds = self._accounts.register_agent(
             name, description, owner_id=owner_id, feature_flags=feature_flags
         )
+        self._save()
+        return creds
+
+    def ensure_agent(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        owner: str | UserCredentials | None = None,
+    ) -> AgentCredentials:
+        """The agent called ``name`` of ``owner`` (the pre-created user by
+        default), registered now if it has none.
+
+        With ``state_dir`` this is how an agent keeps its id and key across
+        restarts: the second run finds the agent the first one registered.
+
+        Raises:
+            KeyError: ``owner`` is not a user of this platform.
+        """
+        owner_id = owner.id if isinstance(owner, UserCredentials) else (owner or self.user.id)
+        for creds in self.agents:
+            record = self.state.agents.get(creds.id)
+            if record is not None and record.owner_id == owner_id and record.name == name:
+                return creds
+        return self.register_agent(name, description, owner=owner_id)
+
+    def agent_env(self, agent: AgentCredentials) -> dict[str, str]:
+        """The ``BAND_*`` settings an agent process needs to reach this platform
+        as ``agent``: ``BAND_AGENT_ID``, ``BAND_API_KEY``, ``BAND_REST_URL`` and
+        ``BAND_WS_URL``.
+
+        Raises:
+            BandConfigError: the platform is not serving yet.
+        """
+        return {
+            "BAND_AGENT_ID": agent.id,
+            "BAND_API_KEY": agent.api_key,
+            "BAND_REST_URL": self.rest_url,
+            "BAND_WS_URL": self.ws_url,
+        }
+
+    def _save(self) -> None:
+        # Calls from Python do not go through the change feed; save them here.
+        if self._state_file is not None:
+            self._state_file.save(self.state)
 
     def connected(self, principal_id: str) -> bool:
         """Whether the user or agent has a live WebSocket."""
@@ -336,14 +466,18 @@ class LocalPlatform:
 async def open_local_platform(**kwargs: Any) -> AsyncIterator[LocalPlatform]:
     """Run a :class:`LocalPlatform` for the duration of the ``async with`` block.
 
-    Keyword arguments go to :class:`LocalPlatform`. Errors surface as themselves,
-    never as an ExceptionGroup of one.
+    Keyword arguments go to :class:`LocalPlatform` (``state_dir=`` included:
+    the directory is released when the block exits). Errors surface as
+    themselves, never as an ExceptionGroup of one.
     """
     platform = LocalPlatform(**kwargs)
-    with one_error():
-        async with trio.open_nursery() as nursery:
-            await nursery.start(platform.serve)
-            try:
-                yield platform
-            finally:
-                nursery.cancel_scope.cancel()
+    try:
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                await nursery.start(platform.serve)
+                try:
+                    yield platform
+                finally:
+                    nursery.cancel_scope.cancel()
+    finally:
+        platform.close()

@@ -34,7 +34,7 @@ import json
 import re
 import time
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from band_trio.local._input import Obj
 from band_trio.local.directory import ACTIVITY_TTL, Directory
@@ -318,7 +318,38 @@ class PlatformState(Directory):
         room.updated_at = ts
         if isinstance(sender, AgentRecord):
             room.context.setdefault(sender.id, []).append(message)
+        self.message_changed(message)
         return message
+
+    def restore_room(self, room: RoomRecord, messages: Iterable[Message]) -> None:
+        """Add a room read back from storage with its messages, oldest first.
+
+        The per-agent work lists and contexts are rebuilt the way posting
+        builds them: a message is in the work list of every agent it has a
+        delivery for, and in the context of the agent that sent it and of
+        every agent it mentions (users are never given a context).
+        """
+        self.rooms[room.id] = room
+        for member_id, membership in room.members.items():
+            if membership.type == "Agent":
+                room.inbox.setdefault(member_id, [])
+                room.inbox_floor.setdefault(member_id, 0)
+                room.context.setdefault(member_id, [])
+        for message in messages:
+            room.messages.append(message)
+            room.by_id[message.id] = message
+            if message.sender_type == "Agent":
+                room.context.setdefault(message.sender_id, []).append(message)
+            for mention in message.mentions:
+                mentioned = mention.get("id")
+                if (
+                    isinstance(mentioned, str)
+                    and mentioned != message.sender_id
+                    and mentioned not in self.users
+                ):
+                    room.context.setdefault(mentioned, []).append(message)
+            for agent_id in message.deliveries:
+                room.inbox.setdefault(agent_id, []).append(message)
 
     def post_event(self, agent: AgentRecord, room_id: str, body: Obj) -> JSON:
         """Post a non-text event (``POST /chats/{room}/events``); never delivered, never needs mentions."""
@@ -388,6 +419,7 @@ class PlatformState(Directory):
         }
 
     def _delivery_changed(self, room: RoomRecord, message: Message) -> None:
+        self.message_changed(message)
         audience = set(self._user_members(room))
         if self.agent_message_updates:
             audience |= set(message.deliveries) & set(room.members)

@@ -14,20 +14,22 @@ import httpx
 import pytest
 import trio
 
-from band_trio.cli import build_parser
+from band_trio.cli import build_parser, main
 from band_trio.local import LocalPlatform
 
 STARTUP_DEADLINE = 30
 
 
-def _command(*args: str) -> list[str]:
+def cli_command(*args: str) -> list[str]:
+    """The ``band-trio`` command line with ``args``."""
     script = Path(sys.executable).with_name("band-trio")
     if script.exists():
         return [str(script), *args]
     return [sys.executable, "-m", "band_trio.cli", *args]
 
 
-async def _read_line(stream: Any) -> bytes:
+async def read_line(stream: Any) -> bytes:
+    """Bytes from ``stream`` up to and including its first newline (or its end)."""
     buffer = b""
     while b"\n" not in buffer:
         chunk = await stream.receive_some(4096)
@@ -37,15 +39,30 @@ async def _read_line(stream: Any) -> bytes:
     return buffer
 
 
+async def stop_process(process: trio.Process) -> int:
+    """Stop ``process`` with SIGTERM, by its pid, and return its exit status; it is
+    killed if it has not exited within :data:`STARTUP_DEADLINE`."""
+    try:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(STARTUP_DEADLINE):
+                return await process.wait()
+        return process.returncode
+    finally:
+        if process.returncode is None:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+
+
 async def _run_platform_until(sig: int, *, as_json: bool) -> tuple[bytes, int]:
     args = ["platform", "--port", "0"] + (["--json"] if as_json else [])
     process = await trio.lowlevel.open_process(
-        _command(*args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        cli_command(*args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
     try:
         with trio.fail_after(STARTUP_DEADLINE):
             assert process.stdout is not None
-            output = await _read_line(process.stdout)
+            output = await read_line(process.stdout)
             if as_json:
                 info = json.loads(output)
                 headers = {"x-api-key": info["agents"][0]["api_key"]}
@@ -102,6 +119,36 @@ def test_parser_requires_a_subcommand() -> None:
     assert (args.command, args.port, args.json, args.host) == ("platform", 8123, True, "127.0.0.1")
 
 
+def test_parser_reads_state_agents_and_env_file() -> None:
+    args = build_parser().parse_args(
+        ["platform", "--state", "st", "--agent", "a", "--agent", "b c", "--env-file", "{agent}.env"]
+    )
+    assert (args.state, args.agents, args.env_file) == ("st", ["a", "b c"], "{agent}.env")
+    defaults = build_parser().parse_args(["platform"])
+    assert (defaults.state, defaults.agents, defaults.env_file) == (None, [], None)
+
+
+def test_one_env_file_for_several_agents_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env_file = tmp_path / "agents.env"
+    argv = ["platform", "--agent", "a", "--agent", "b", "--env-file", str(env_file)]
+    assert main(argv) == 2
+    assert "{agent}" in capsys.readouterr().err
+    assert not env_file.exists()
+
+
+def test_a_state_dir_in_use_exits_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    holder = LocalPlatform(state_dir=tmp_path)
+    try:
+        assert main(["platform", "--state", str(tmp_path)]) == 1
+    finally:
+        holder.close()
+    err = capsys.readouterr().err
+    assert err.startswith("band-trio platform: ")
+    assert "in use by another local platform" in err
+
+
 async def test_band_platform_fixture_is_serving(band_platform: LocalPlatform) -> None:
     async with httpx.AsyncClient(base_url=band_platform.rest_url) as client:
         with trio.fail_after(10):
@@ -116,7 +163,7 @@ async def test_platform_on_a_busy_port_exits_one(band_platform: LocalPlatform) -
     port = band_platform.rest_url.rsplit(":", 1)[1]
     with trio.fail_after(STARTUP_DEADLINE):
         result = await trio.run_process(
-            _command("platform", "--port", port, "--json"),
+            cli_command("platform", "--port", port, "--json"),
             capture_stdout=True,
             capture_stderr=True,
             check=False,
