@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from pathlib import Path
 
 import trio
 
@@ -298,6 +299,13 @@ def _add_dev(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--json", action="store_true", help="print the start banner as one JSON line"
     )
     parser.add_argument(
+        "--state",
+        metavar="DIR",
+        default=None,
+        help="keep the platform (users, agents and keys, rooms, messages) and the "
+        "agents' ledgers in DIR across runs (default: in memory)",
+    )
+    parser.add_argument(
         "--log-level", default="WARNING", help="logging level of the agents (default: WARNING)"
     )
     parser.set_defaults(handler=_run_dev)
@@ -316,6 +324,7 @@ def _run_dev(args: argparse.Namespace) -> int:
         ui=UI.WEB if args.web else UI.NONE if args.no_chat else UI.CHAT,
         as_json=args.json,
         log_level=args.log_level.upper(),
+        state_dir=Path(args.state).resolve() if args.state else None,
     )
     return _run_trio("dev", run_dev, options)
 

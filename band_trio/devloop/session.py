@@ -3,7 +3,9 @@
 ``dev`` starts the embedded platform, registers one agent per target, creates
 a room with the user and every agent, runs each agent in its own process
 (:class:`~band_trio.devloop.supervisor.AgentProcess`) and opens the chosen UI:
-the terminal chat, the browser playground, or none. Leaving the UI (``/quit``,
+the terminal chat, the browser playground, or none. With a state directory
+the platform remembers everything across runs, the agents keep their ids and
+keys, and the same room is opened again. Leaving the UI (``/quit``,
 end of input, Ctrl+C or SIGTERM) stops the agents first, then the platform.
 """
 
@@ -35,6 +37,8 @@ __all__ = ["DEV_USER_HANDLE", "UI", "DevOptions", "is_loopback", "run_chat", "ru
 DEV_USER_HANDLE = "you"
 """The handle of the human ``dev`` creates (agents are ``@you/<name>``)."""
 DEV_USER_NAME = "You"
+AGENT_STATE_SUBDIR = "agents"
+"""Where, under ``--state DIR``, the agents' ledgers live."""
 
 
 class UI(enum.Enum):
@@ -62,6 +66,10 @@ class DevOptions:
         as_json: print the start banner as one JSON line.
         log_level: logging level of the agent processes.
         stop_timeout: seconds an agent may take to stop gracefully.
+        state_dir: keep the platform's state (users, agents and their keys,
+            rooms, messages) and the agents' ledgers in this directory across
+            runs; None keeps the platform in memory and the ledgers in a
+            temporary directory removed at the end.
     """
 
     targets: tuple[str, ...]
@@ -73,6 +81,7 @@ class DevOptions:
     as_json: bool = False
     log_level: str = "WARNING"
     stop_timeout: float = 5.0
+    state_dir: Path | None = None
 
     def parsed_targets(self) -> list[Target]:
         """The parsed targets.
@@ -187,7 +196,10 @@ async def run_dev(
             "can reach it and has the token printed below can post as you and run your agents",
             file=sys.stderr,
         )
-    state_home = Path(tempfile.mkdtemp(prefix="band-trio-dev-"))
+    if options.state_dir is not None:
+        state_home = options.state_dir / AGENT_STATE_SUBDIR
+    else:
+        state_home = Path(tempfile.mkdtemp(prefix="band-trio-dev-"))
     try:
         async with open_local_platform(
             host=options.host,
@@ -195,11 +207,14 @@ async def run_dev(
             seed_demo=False,
             user_name=DEV_USER_NAME,
             user_handle=DEV_USER_HANDLE,
+            state_dir=options.state_dir,
         ) as platform:
             agents = []
             for index, target in enumerate(targets):
                 name = options.names[index] if index < len(options.names) else target.default_name
-                creds = platform.register_agent(name, f"Runs {target.spec} under band-trio dev")
+                # With a state directory, the same name finds the agent (its id,
+                # key and ledger) of the previous run.
+                creds = platform.ensure_agent(name, f"Runs {target.spec} under band-trio dev")
                 agents.append((target, creds))
             processes = [
                 AgentProcess(
@@ -223,9 +238,7 @@ async def run_dev(
                 base_url=platform.rest_url, api_key=platform.user.api_key
             ) as human:
                 title = "dev: " + ", ".join(creds.name for _, creds in agents)
-                room = await human.create_room(title)
-                for _, creds in agents:
-                    await human.add_participant(room["id"], creds.id)
+                room = await _dev_room(human, title, [creds.id for _, creds in agents])
                 console.print(_banner(platform, room, agents, options))
                 async with trio.open_nursery() as nursery:
                     for process in processes:
@@ -250,8 +263,24 @@ async def run_dev(
                             await trio.sleep_forever()
                     nursery.cancel_scope.cancel()
     finally:
-        shutil.rmtree(state_home, ignore_errors=True)
+        if options.state_dir is None:
+            shutil.rmtree(state_home, ignore_errors=True)
     return 0
+
+
+async def _dev_room(human: Any, title: str, agent_ids: list[str]) -> dict[str, Any]:
+    """The room called ``title`` from an earlier run (a remembered platform),
+    else a new one; every agent is made a participant."""
+    rooms = [r for r in await human.list_rooms() if r.get("title") == title]
+    if rooms:
+        room: dict[str, Any] = max(rooms, key=lambda r: r.get("updated_at") or "")
+        present = {p["id"] for p in await human.list_participants(room["id"])}
+    else:
+        room, present = await human.create_room(title), set()
+    for agent_id in agent_ids:
+        if agent_id not in present:
+            await human.add_participant(room["id"], agent_id)
+    return room
 
 
 async def run_chat(

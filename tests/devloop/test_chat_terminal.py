@@ -100,7 +100,9 @@ async def test_chat_attaches_shows_events_and_interrupts(
                 f"@{creds.handle} -> lookup({json.dumps({'query': 'weather'})})", after=at
             )
             at = await term.wait_for(f"@{creds.handle} <- lookup returned: sunny", after=at)
-            at = await term.wait_for(f"@{creds.handle}: @demo done: @{creds.handle} quick", after=at)
+            at = await term.wait_for(
+                f"@{creds.handle}: @demo done: @{creds.handle} quick", after=at
+            )
 
             await term.type("@echo slow please\r")
             at = await term.wait_for(f"@{creds.handle} -> lookup(", after=at)

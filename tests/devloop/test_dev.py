@@ -145,3 +145,34 @@ async def test_a_malformed_target_exits_2_before_starting(tmp_path: Path) -> Non
     assert result.returncode == 2
     assert b"band-trio dev:" in result.stderr
     assert result.stdout == b""
+
+
+async def test_with_a_state_directory_a_second_run_finds_everything_again(tmp_path: Path) -> None:
+    (tmp_path / "echo.py").write_text(echo_source("v1"))
+    args = ["dev", "echo.py", "--no-chat", "--json", "--state", "state"]
+    runs = []
+    for word in ("first", "second"):
+        async with running(args, tmp_path) as (dev, output):
+            info = await read_banner(output)
+            await output.wait_for("@you/echo is running", within=STARTUP)
+            (agent,) = info["agents"]
+            room = info["room_id"]
+            async with HumanClient(
+                base_url=info["rest_url"], api_key=info["user"]["api_key"]
+            ) as human:
+                await human.post_message(room, word, [agent["handle"]])
+                messages = await wait_for_messages(
+                    human, room, lambda m, word=word: bool(replies(m, agent["id"], word))
+                )
+            dev.send_signal(signal.SIGINT)
+            with trio.fail_after(STEP):
+                assert await dev.wait() == 0
+        runs.append((info, messages))
+    (first, _), (second, messages) = runs
+    assert second["agents"] == first["agents"]
+    assert second["user"] == first["user"]
+    assert second["room_id"] == first["room_id"]
+    # The history stayed, and nothing was answered twice.
+    assert len(replies(messages, first["agents"][0]["id"], "first")) == 1
+    assert len(replies(messages, first["agents"][0]["id"], "second")) == 1
+    assert (tmp_path / "state" / "agents" / "band-trio" / first["agents"][0]["id"]).is_dir()
