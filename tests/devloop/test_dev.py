@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -161,9 +163,8 @@ async def test_with_a_state_directory_a_second_run_finds_everything_again(tmp_pa
                 base_url=info["rest_url"], api_key=info["user"]["api_key"]
             ) as human:
                 await human.post_message(room, word, [agent["handle"]])
-                messages = await wait_for_messages(
-                    human, room, lambda m, word=word: bool(replies(m, agent["id"], word))
-                )
+                answered = lambda m, a=agent["id"], w=word: bool(replies(m, a, w))  # noqa: E731
+                messages = await wait_for_messages(human, room, answered)
             dev.send_signal(signal.SIGINT)
             with trio.fail_after(STEP):
                 assert await dev.wait() == 0
@@ -176,3 +177,26 @@ async def test_with_a_state_directory_a_second_run_finds_everything_again(tmp_pa
     assert len(replies(messages, first["agents"][0]["id"], "first")) == 1
     assert len(replies(messages, first["agents"][0]["id"], "second")) == 1
     assert (tmp_path / "state" / "agents" / "band-trio" / first["agents"][0]["id"]).is_dir()
+
+
+async def test_web_opens_the_playground_with_the_token(tmp_path: Path) -> None:
+    (tmp_path / "echo.py").write_text(echo_source("v1"))
+    opened = tmp_path / "opened.txt"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
+    env = {**os.environ, "BROWSER": f"{sys.executable} {recorder} %s"}
+    async with running(["dev", "echo.py", "--web", "--json"], tmp_path, env=env) as (dev, output):
+        info = await read_banner(output)
+        with trio.fail_after(STARTUP):
+            while not opened.exists() or not opened.read_text():  # noqa: ASYNC110 - another process writes it
+                await trio.sleep(0.05)
+        url = opened.read_text()
+        assert url == f"{info['rest_url']}/playground?token={info['user']['api_key']}"
+        async with httpx.AsyncClient() as client:
+            with trio.fail_after(STEP):
+                page = await client.get(url)
+        assert page.status_code == 200
+        assert "text/html" in page.headers["content-type"]
+        dev.send_signal(signal.SIGINT)
+        with trio.fail_after(STEP):
+            assert await dev.wait() == 0
