@@ -44,7 +44,8 @@ COMMANDS: dict[str, str] = {
 """Every command and what it does."""
 
 _MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_][\w.-]*(?:/[\w-]+(?:\.[\w-]+)*)?)")
-_FEED_RETRY = 1.0
+_FEED_RETRY = 0.5
+_FEED_RETRY_MAX = 10.0
 
 
 def install_completion(words: Callable[[], Sequence[str]]) -> None:
@@ -101,7 +102,9 @@ class TerminalChat:
     ) -> None:
         self.human = human
         self.console = console
-        self.room_id = room_id
+        self.room_id: str | None = None
+        """The room shown (None until the first one is entered)."""
+        self._first_room = room_id
         self.new_room_invites = list(new_room_invites)
         self.read_line = read_line
         self.history = history
@@ -175,23 +178,28 @@ class TerminalChat:
     async def _follow_feed(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        started = False
+        """Print the feed's events; reconnect after a failure, waiting longer
+        after each one in a row (up to ``_FEED_RETRY_MAX`` seconds) and saying
+        so once, not on every attempt."""
+        task_status.started()
+        delay = _FEED_RETRY
+        failing = False
         while True:
             try:
-                if not started:
-                    task_status.started()
-                    started = True
                 async with contextlib.aclosing(self.human.stream()) as stream:
                     async for kind, room_id, data in stream:
+                        if failing:
+                            self.say("* live feed back")
+                            failing, delay = False, _FEED_RETRY
                         await self._on_event(kind, room_id, data)
-                self.say("!! the live feed ended; reconnecting")
+                problem = "ended"
             except BandError as exc:
-                if not started:
-                    task_status.started()
-                    started = True
-                self.say(f"!! the live feed failed ({exc}); reconnecting")
-            await trio.sleep(_FEED_RETRY)
-            await self._catch_up()
+                problem = f"failed ({exc})"
+            if not failing:
+                self.say(f"!! the live feed {problem}; reconnecting")
+                failing = True
+            await trio.sleep(delay)
+            delay = min(delay * 2, _FEED_RETRY_MAX)
 
     async def _on_event(self, kind: str, room_id: str | None, data: dict[str, Any]) -> None:
         if kind == "resync":
@@ -240,23 +248,24 @@ class TerminalChat:
 
     async def _open_first_room(self) -> None:
         self.rooms = await self.human.list_rooms()
-        if self.room_id is None:
-            if self.rooms:
-                latest = max(self.rooms, key=lambda r: r.get("updated_at") or "")
-                self.room_id = latest["id"]
-            else:
+        room_id = self._first_room
+        if room_id is None:
+            if not self.rooms:
                 await self._new_room(None)
                 return
-        await self._enter(self.room_id)
+            room_id = max(self.rooms, key=lambda r: r.get("updated_at") or "")["id"]
+        await self._enter(room_id)
 
     async def _enter(self, room_id: str) -> None:
-        self.room_id = room_id
         participants = await self.human.list_participants(room_id)
+        messages = await self.human.list_messages(room_id)
+        # Switch with no checkpoint in between: the feed task then sees either
+        # the old room or the new one with its messages marked as shown.
+        self.room_id = room_id
         for participant in participants:
             self.roster.learn(participant)
         self._participants = [p["id"] for p in participants]
         self.roster.activity.clear()
-        messages = await self.human.list_messages(room_id)
         self._seen = {m["id"] for m in messages}
         title = next((r.get("title") for r in self.rooms if r["id"] == room_id), None)
         names = ", ".join(self.roster.label(p) for p in self._participants)
