@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import trio
 import band_trio
 from band_trio.local import LocalPlatform
 
-from .helpers import STARTUP, STEP, echo_source, on_terminal
+from .helpers import STARTUP, STEP, echo_source, on_terminal, pid_alive
 
 pytestmark = pytest.mark.slow
 
@@ -124,3 +125,17 @@ async def test_chat_attaches_shows_events_and_interrupts(
             await term.type("\x04")  # end of input leaves, like /quit
             with trio.fail_after(STEP):
                 assert await term.process.wait() == 0
+
+
+async def test_dev_stops_its_agents_on_sigint_mid_line(tmp_path: Path) -> None:
+    (tmp_path / "echo.py").write_text(echo_source("v1"))
+    async with on_terminal(["dev", "echo.py"], tmp_path) as term:
+        await term.wait_for("Type a message", within=STARTUP)
+        line = await term.wait_for("@you/echo is running", within=STARTUP)
+        agent_pid = int(term.screen[line:].split("pid ")[1].split(")")[0])
+        await term.type("half a line")
+        await term.wait_for("half a line")
+        term.process.send_signal(signal.SIGINT)
+        with trio.fail_after(STEP):
+            assert await term.process.wait() == 0
+        assert not pid_alive(agent_pid)
