@@ -1,0 +1,107 @@
+"""The browser playground in a real headless Chromium, against a real agent."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.playground.world import ROOM_TITLE, SLOW_WORD, World
+
+pytestmark = pytest.mark.browser
+
+
+def open_room(page: Page, world: World) -> None:
+    page.goto(world.playground_url)
+    expect(page.locator("#live")).to_have_text("live")
+    expect(page.locator("#room-title")).to_have_text(ROOM_TITLE)
+    expect(page.locator(f'#agents li[data-agent="{world.agent_id}"]')).to_be_visible()
+
+
+def send(page: Page, text: str) -> None:
+    page.locator("#message-input").fill(text)
+    page.locator("#send").click()
+    expect(page.locator(".msg.text.mine").filter(has_text=text.split()[-1])).to_be_visible()
+
+
+def test_a_message_gets_the_agents_tool_call_and_reply(
+    page: Page, world: World, tmp_path: Path
+) -> None:
+    open_room(page, world)
+    send(page, f"@{world.agent_handle} what is the weather?")
+    reply = page.locator(".msg.text:not(.mine)").filter(has_text="It is sunny in Lyon today.")
+    expect(reply).to_be_visible()
+    tool = page.locator('.msg.tool[data-type="tool_call"]')
+    expect(tool).to_have_count(1)
+    expect(tool.locator(".title")).to_have_text("Tool call · lookup")
+    expect(tool.locator("pre.args")).to_contain_text('"query": "weather in Lyon"')
+    expect(tool.locator("pre.result")).to_have_text("sunny, 21 degrees")
+    # The mention token is shown as the agent's handle, and the delivery settles.
+    mine = page.locator(".msg.text.mine").last
+    expect(mine.locator(".mention")).to_have_text(f"@{world.agent_handle}")
+    expect(mine.locator(".delivery")).to_contain_text("processed")
+    agent = page.locator(f'#agents li[data-agent="{world.agent_id}"]')
+    expect(agent.locator(".stats")).to_contain_text("processed: 1")
+    page.screenshot(path=str(tmp_path / "conversation.png"))
+
+
+def test_interrupt_stops_a_slow_turn(page: Page, world: World) -> None:
+    open_room(page, world)
+    agent = page.locator(f'#agents li[data-agent="{world.agent_id}"]')
+    expect(agent.locator(".dot.on")).to_be_visible()
+    send(page, f"@{world.agent_handle} think about it {SLOW_WORD}")
+    expect(agent).to_have_attribute("data-status", "working")
+    expect(page.locator("#working")).to_have_text(f"{world.agent_name} is working…")
+    page.locator("#interrupt").click()
+    expect(agent).to_have_attribute("data-status", "idle")
+    expect(page.locator("#working")).to_be_hidden()
+    slow = page.locator(".msg.text.mine").filter(has_text=SLOW_WORD)
+    expect(slow.locator(".delivery")).to_contain_text("processed")
+    expect(page.locator(".msg.text:not(.mine)")).to_have_count(0)
+    # The agent is free again: the next message gets its answer.
+    send(page, f"@{world.agent_handle} and now?")
+    expect(page.locator(".msg.text:not(.mine)")).to_have_count(1)
+
+
+def test_stop_and_play_show_on_the_agent(page: Page, world: World) -> None:
+    open_room(page, world)
+    agent = page.locator(f'#agents li[data-agent="{world.agent_id}"]')
+    page.locator("#stop").click()
+    expect(agent).to_have_attribute("data-status", "stopped")
+    expect(page.locator(f'#room-list button[data-room="{world.room_id}"] .badge')).to_have_text(
+        "stopped"
+    )
+    page.locator("#play").click()
+    expect(agent).to_have_attribute("data-status", "idle")
+
+
+def test_create_a_room_and_invite_the_agent(page: Page, world: World) -> None:
+    open_room(page, world)
+    page.locator("#new-room-title").fill("Second room")
+    page.locator("#new-room button").click()
+    expect(page.locator("#room-title")).to_have_text("Second room")
+    expect(page.locator("#room-list li")).to_have_count(2)
+    expect(page.locator("#agents")).to_contain_text("No agents in this room.")
+    page.locator("#invite-select").select_option(world.agent_id)
+    page.locator("#invite-button").click()
+    expect(page.locator(f'#agents li[data-agent="{world.agent_id}"]')).to_be_visible()
+    expect(page.locator("#participants .chip.agent")).to_have_text(world.agent_name)
+    # Mentions complete from the room's participants.
+    page.locator("#message-input").press_sequentially("hello @ec")
+    menu = page.locator("#mention-menu")
+    expect(menu).to_be_visible()
+    page.locator("#message-input").press("Tab")
+    expect(page.locator("#message-input")).to_have_value(
+        re.compile(rf"^hello @{re.escape(world.agent_handle)} $")
+    )
+    page.locator("#message-input").press("Enter")
+    expect(page.locator(".msg.text:not(.mine)")).to_contain_text("It is sunny in Lyon today.")
+
+
+def test_the_page_needs_the_users_key(page: Page, world: World) -> None:
+    response = page.goto(f"{world.rest_url}/playground")
+    assert response is not None
+    assert response.status == 401
+    expect(page.locator("body")).to_contain_text("/playground?token=")
