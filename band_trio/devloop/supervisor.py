@@ -111,8 +111,6 @@ class AgentProcess:
     def environment(self) -> dict[str, str]:
         """The agent process's environment: ours plus its identity and state home."""
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        paths = [package_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
         env.update(
             {
                 "BAND_AGENT_ID": self.identity.agent_id,
@@ -121,7 +119,6 @@ class AgentProcess:
                 "BAND_WS_URL": self.identity.ws_url,
                 "XDG_STATE_HOME": str(self.state_home),
                 "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
                 LOG_LEVEL_VARIABLE: self.log_level,
             }
         )

@@ -342,7 +342,10 @@ def user_source_files(root: Path, extra: Iterable[str | None] = ()) -> list[str]
     and outside this Python's installation (its prefixes and site-packages),
     plus the ``extra`` files that exist (a file that failed to compile, say)."""
     root = root.resolve()
-    excluded = {Path(p).resolve() for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}}
+    # The installation's own directories, unless the root is inside one of them
+    # (then only site-packages is told apart).
+    installed = {Path(p).resolve() for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}}
+    excluded = [p for p in installed if not root.is_relative_to(p)]
     files: set[str] = set()
     candidates = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
     for name in [*candidates, *extra]:
@@ -351,11 +354,7 @@ def user_source_files(root: Path, extra: Iterable[str | None] = ()) -> list[str]
         path = Path(name).resolve()
         if not path.is_file() or not path.is_relative_to(root):
             continue
-        if any(
-            path.is_relative_to(p) for p in excluded if p != root and not root.is_relative_to(p)
-        ):
-            continue
-        if "site-packages" in path.parts:
+        if any(path.is_relative_to(p) for p in excluded) or "site-packages" in path.parts:
             continue
         files.add(str(path))
     return sorted(files)
