@@ -93,7 +93,22 @@ class DevOptions:
             raise TargetError("give at least one TARGET (path/to/file.py or package.module:name)")
         if len(self.names) > len(self.targets):
             raise TargetError(f"{len(self.names)} --name for {len(self.targets)} target(s)")
-        return [parse_target(t) for t in self.targets]
+        targets = [parse_target(t) for t in self.targets]
+        names = [n.lower() for n in self.agent_names(targets)]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise TargetError(
+                f"two targets would be the same agent ({', '.join(twice)}): tell them "
+                "apart with --name, once per TARGET in order"
+            )
+        return targets
+
+    def agent_names(self, targets: list[Target]) -> list[str]:
+        """Each target's agent name: its ``--name``, else its default name."""
+        return [
+            self.names[i] if i < len(self.names) else target.default_name
+            for i, target in enumerate(targets)
+        ]
 
 
 def is_loopback(host: str) -> bool:
@@ -210,8 +225,7 @@ async def run_dev(
             state_dir=options.state_dir,
         ) as platform:
             agents = []
-            for index, target in enumerate(targets):
-                name = options.names[index] if index < len(options.names) else target.default_name
+            for target, name in zip(targets, options.agent_names(targets), strict=True):
                 # With a state directory, the same name finds the agent (its id,
                 # key and ledger) of the previous run.
                 creds = platform.ensure_agent(name, f"Runs {target.spec} under band-trio dev")

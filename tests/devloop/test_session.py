@@ -35,6 +35,10 @@ def test_options_need_a_target_and_no_more_names_than_targets() -> None:
         DevOptions(targets=()).parsed_targets()
     with pytest.raises(TargetError, match="2 --name for 1 target"):
         DevOptions(targets=("a.py",), names=("x", "y")).parsed_targets()
+    with pytest.raises(TargetError, match=r"same agent \(echo\)"):
+        DevOptions(targets=("a/echo.py", "b/echo.py")).parsed_targets()
+    both = DevOptions(targets=("a/echo.py", "b/echo.py"), names=("first",))
+    assert both.agent_names(both.parsed_targets()) == ["first", "echo"]
     assert [t.default_name for t in DevOptions(targets=("a.py", "pkg.b:c")).parsed_targets()] == [
         "a",
         "c",
