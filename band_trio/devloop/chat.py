@@ -205,6 +205,9 @@ class TerminalChat:
         if kind == "resync":
             await self._catch_up()
             return
+        if kind == "room_updated":  # a new title shows in the prompt
+            self.rooms = await self.human.list_rooms()
+            return
         if kind in ("room_added", "room_removed"):
             room = data.get("room") or {}
             verb = "added" if kind == "room_added" else "removed"
