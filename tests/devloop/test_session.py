@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from band_trio.cli import build_parser
 from band_trio.devloop.session import UI, DevOptions, _banner, is_loopback
 from band_trio.devloop.targets import TargetError, parse_target
 from band_trio.local import LocalPlatform
+
+from .helpers import STARTUP, band_trio_command
 
 
 @pytest.mark.parametrize(
@@ -85,3 +89,25 @@ def test_state_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.Monke
     parser = build_parser()
     args = parser.parse_args(["dev", "a.py", "--state", "state"])
     assert Path(args.state).resolve() == tmp_path / "state"
+
+
+async def test_chat_with_a_wrong_token_or_no_platform_is_one_line_and_status_1(
+    band_platform: LocalPlatform,
+) -> None:
+    for url, token in (
+        (band_platform.rest_url, "band_u_wrong"),
+        ("http://127.0.0.1:9", band_platform.user.api_key),
+    ):
+        with trio.fail_after(STARTUP):
+            result = await trio.run_process(
+                band_trio_command("chat", "--url", url, "--token", token),
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        stderr = result.stderr.decode()
+        assert result.returncode == 1, stderr
+        assert stderr.startswith("band-trio chat: ")
+        assert len(stderr.strip().splitlines()) == 1
+        assert token not in stderr
