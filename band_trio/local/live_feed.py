@@ -157,11 +157,12 @@ class LiveFeed:
 
         Its first event is ``resync``.
         """
-        if not self._subscriptions:
-            # Nothing is tracked while nobody watches: start from what is true now.
-            self._agents = self._agent_states()
         subscription = FeedSubscription(self, user_id, room_id, self.queue_size)
         self._subscriptions.append(subscription)
+        # Agent state is tracked only while somebody watches: start from what
+        # is true now in the rooms this watcher adds (its resync lists them).
+        for key, value in self._agent_states().items():
+            self._agents.setdefault(key, value)
         return subscription
 
     def unsubscribe(self, subscription: FeedSubscription) -> None:

@@ -371,3 +371,25 @@ async def test_a_reader_may_stop_early_and_the_subscription_ends(
                 assert live.statistics().subscriptions == 1
                 break
         await band_platform.wait_for(lambda: live.statistics().subscriptions == 0)
+
+
+def test_a_new_watcher_is_told_changes_not_the_state_it_lists() -> None:
+    state = PlatformState()
+    user = state.create_user("U", "u")
+    other = state.create_user("O", "o")
+    agent = state.register_agent(user, "A", "")
+    for owner in (user, other):
+        room = state.create_room(owner, None)
+        if owner is user:
+            state.add_participant(user, room.id, Obj({"participant": {"participant_id": agent.id}}))
+    state.drain_pushes()
+    feed = LiveFeed(state)
+    first = feed.subscribe(other.id)
+    second = feed.subscribe(user.id)
+    feed.publish([])
+    assert [e.type for e in first.take()] == ["resync"]
+    assert [e.type for e in second.take()] == ["resync"]
+    state.set_stopped(agent.id, None, True)
+    feed.publish([])
+    assert [(e.type, e.data["stopped"]) for e in second.take()] == [("agent_activity", True)]
+    assert first.take() == []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.playground.world import ROOM_TITLE, SLOW_WORD, World
+from tests.playground.world import BROKEN_WORD, FAILURE, ROOM_TITLE, SLOW_WORD, THOUGHT, World
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +45,24 @@ def test_a_message_gets_the_agents_tool_call_and_reply(
     agent = page.locator(f'#agents li[data-agent="{world.agent_id}"]')
     expect(agent.locator(".stats")).to_contain_text("processed: 1")
     page.screenshot(path=str(tmp_path / "conversation.png"))
+
+
+def test_thoughts_errors_and_usage_are_rendered_apart(page: Page, world: World) -> None:
+    open_room(page, world)
+    send(page, f"@{world.agent_handle} weather please")
+    thought = page.locator('.msg.thought[data-type="thought"] .card')
+    expect(thought).to_contain_text(THOUGHT)
+    usage = page.locator('.msg.usage[data-type="task"]')
+    expect(usage).to_have_text(f"{world.agent_name} · usage: 12 in / 7 out tokens")
+    send(page, f"@{world.agent_handle} the {BROKEN_WORD} case")
+    error = page.locator('.msg.error[data-type="error"] .card')
+    expect(error.locator(".title")).to_have_text("Error")
+    expect(error).to_contain_text(FAILURE)
+    expect(page.locator(".msg.text:not(.mine)").last).to_contain_text("Sorry")
+    # Each kind has its own look: the error card is not styled like the thought.
+    assert error.evaluate("e => getComputedStyle(e).color") != thought.evaluate(
+        "e => getComputedStyle(e).color"
+    )
 
 
 def test_interrupt_stops_a_slow_turn(page: Page, world: World) -> None:

@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from band_trio.agent import Agent
-from band_trio.llm.events import post_tool_call, post_tool_result
+from band_trio.llm.events import Usage, emit_usage, post_tool_call, post_tool_result
 from band_trio.local import HumanClient, open_local_platform
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.types import (
@@ -30,11 +30,16 @@ from band_trio.runtime.types import (
 
 ROOM_TITLE = "Playground room"
 SLOW_WORD = "slowly"
+BROKEN_WORD = "broken"
+THOUGHT = "The user wants the weather: look it up."
+FAILURE = "The weather service is down."
+USAGE = Usage(input_tokens=12, output_tokens=7)
 
 
 class WeatherAdapter(SimpleAdapter[HistoryProvider]):
-    """Answers with one tool call (``lookup``) and a reply; a message with
-    ``slowly`` in it starts a turn that only ends when it is interrupted."""
+    """Answers with a thought, one tool call (``lookup``), a reply and its token
+    usage. A message with ``slowly`` in it starts a turn that only ends when it
+    is interrupted; one with ``broken`` gets an error event and an apology."""
 
     async def on_message(
         self,
@@ -49,10 +54,16 @@ class WeatherAdapter(SimpleAdapter[HistoryProvider]):
     ) -> None:
         if SLOW_WORD in msg.content:
             await trio.sleep_forever()
+        if BROKEN_WORD in msg.content:
+            await tools.send_event(FAILURE, "error", None)
+            await tools.send_message("Sorry, I could not look it up.", [msg.sender_id])
+            return
+        await tools.send_event(THOUGHT, "thought", None)
         call_id = f"call-{msg.id}"
         await post_tool_call(tools, "lookup", {"query": "weather in Lyon"}, call_id)
         await post_tool_result(tools, "lookup", "sunny, 21 degrees", call_id)
         await tools.send_message("It is sunny in Lyon today.", [msg.sender_id])
+        await emit_usage(tools, USAGE)
 
 
 @attrs.frozen
