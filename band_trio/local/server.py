@@ -173,7 +173,11 @@ class LocalPlatform:
     @property
     def agents(self) -> list[AgentCredentials]:
         """Credentials of every agent registered through :meth:`register_agent` or
-        the admin API and not deleted since, oldest first (``[0]`` is the demo agent)."""
+        the admin API and not deleted since, oldest first (``[0]`` is the demo agent).
+
+        A platform built on a stored state starts the list with every stored
+        agent, also those registered through the human API: their credentials
+        are what a restarted platform has to hand out again."""
         return self._accounts.agents
 
     # ------------------------------------------------------------------ addresses

@@ -419,3 +419,16 @@ async def test_an_agent_answers_before_and_after_a_platform_restart(tmp_path: Pa
     assert len(replies) == 2
     assert "before" in replies[0]
     assert "after" in replies[1]
+
+
+async def test_text_that_is_not_valid_utf8_is_kept_too(tmp_path: Path) -> None:
+    text = "caf\u00e9 \U0001f600 half a pair: \ud83d"
+    with trio.fail_after(RESTART_DEADLINE):
+        async with open_local_platform(state_dir=tmp_path) as first:
+            demo = first.agents[0]
+            async with _human(first) as human:
+                room = (await human.create_room("text"))["id"]
+                await human.add_participant(room, demo.id)
+            posted = first.post_message(room, text, [demo.handle])
+        async with open_local_platform(state_dir=tmp_path) as second:
+            assert second.state.rooms[room].by_id[posted["id"]].content.endswith(text)
