@@ -122,7 +122,7 @@ async def test_chat_attaches_shows_events_and_interrupts(
             await term.type("/play\r")
             at = await term.wait_for(f"* play sent to @{creds.handle}", after=at)
 
-            await term.type("\x04")  # end of input leaves, like /quit
+            await term.type("/quit\r")
             with trio.fail_after(STEP):
                 assert await term.process.wait() == 0
 
