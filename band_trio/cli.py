@@ -12,7 +12,9 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
 
 import trio
 
@@ -257,6 +259,118 @@ def _run_demo(args: argparse.Namespace) -> int:
     return demo_main()
 
 
+def _add_dev(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "dev",
+        help="run your agent(s) on the embedded platform and talk to them",
+        description=(
+            "Start the embedded platform, run each TARGET's agent in its own process, "
+            "put them in a room with you and open the terminal chat. TARGET is "
+            "path/to/file.py[:name] or package.module[:name], naming an adapter, an "
+            "adapter class, a function returning an adapter or a band_trio.Agent, or "
+            "a band_trio.Agent; without :name the module's one adapter is used."
+        ),
+    )
+    parser.add_argument("targets", nargs="+", metavar="TARGET", help="the agent(s) to run")
+    parser.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        dest="names",
+        help="agent name (its handle is you/<name>); once per TARGET, in order "
+        "(default: the attribute, file or module name)",
+    )
+    parser.add_argument(
+        "--reload", action="store_true", help="restart an agent when its source files change"
+    )
+    ui = parser.add_mutually_exclusive_group()
+    ui.add_argument(
+        "--web", action="store_true", help="open the browser playground instead of the chat"
+    )
+    ui.add_argument(
+        "--no-chat", action="store_true", help="no UI: show the agents' output until Ctrl+C"
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to bind (default: 127.0.0.1; anything else prints a warning)",
+    )
+    parser.add_argument("--port", type=int, default=0, help="TCP port (default: 0, a free port)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the start banner as one JSON line"
+    )
+    parser.add_argument(
+        "--state",
+        metavar="DIR",
+        default=None,
+        help="keep the platform (users, agents and keys, rooms, messages) and the "
+        "agents' ledgers in DIR across runs (default: in memory)",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", help="logging level of the agents (default: WARNING)"
+    )
+    parser.set_defaults(handler=_run_dev)
+
+
+def _run_dev(args: argparse.Namespace) -> int:
+    _require_local()
+    from band_trio.devloop.session import UI, DevOptions, run_dev
+
+    options = DevOptions(
+        targets=tuple(args.targets),
+        names=tuple(args.names),
+        host=args.host,
+        port=args.port,
+        reload=args.reload,
+        ui=UI.WEB if args.web else UI.NONE if args.no_chat else UI.CHAT,
+        as_json=args.json,
+        log_level=args.log_level.upper(),
+        state_dir=Path(args.state).resolve() if args.state else None,
+    )
+    return _run_trio("dev", run_dev, options)
+
+
+def _add_chat(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "chat",
+        help="chat as a human on a running local platform",
+        description=(
+            "Attach a terminal chat to a running local Band platform (the URL and the "
+            "user token that band-trio platform or band-trio dev printed)."
+        ),
+    )
+    parser.add_argument("--url", required=True, help="the platform's REST URL")
+    parser.add_argument("--token", required=True, help="the user's API key")
+    parser.add_argument("--room", default=None, help="room id to open (default: the latest)")
+    parser.set_defaults(handler=_run_chat)
+
+
+def _run_chat(args: argparse.Namespace) -> int:
+    _require_local()
+    from band_trio.devloop.session import run_chat
+
+    return _run_trio("chat", partial(run_chat, args.url, args.token, room_id=args.room))
+
+
+def _run_trio(command: str, fn: Callable[..., Awaitable[int]], *args: object) -> int:
+    """Run ``fn`` under Trio; an OSError or a BandError is one line on stderr and status 1."""
+    from band_trio.errors import BandError
+
+    try:
+        return trio.run(fn, *args)
+    except KeyboardInterrupt:  # Ctrl+C before the signal handler was installed
+        return 0
+    except (OSError, BandError) as exc:
+        print(f"band-trio {command}: {exc}", file=sys.stderr)
+        return 1
+    except BaseExceptionGroup as group:
+        errors, others = group.split((OSError, BandError))
+        if errors is None or others is not None:
+            raise
+        print(f"band-trio {command}: {_first_leaf(errors)}", file=sys.stderr)
+        return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -266,14 +380,16 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     _add_platform(subparsers)
     _add_demo(subparsers)
+    _add_dev(subparsers)
+    _add_chat(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``band-trio``; returns the exit status.
 
-    A subcommand that needs an optional extra which is not installed (``platform``
-    and ``demo`` need ``band-trio[local]``) prints the install command, without a
+    A subcommand that needs an optional extra which is not installed (``platform``,
+    ``demo``, ``dev`` and ``chat`` need ``band-trio[local]``) prints the install command, without a
     traceback, and returns 2.
     """
     args = build_parser().parse_args(argv)

@@ -248,7 +248,16 @@ async def test_hypercorn_blocked_in_sys_modules_is_handled_too() -> None:
         assert HINT in error["message"], (way, error)
 
 
-@pytest.mark.parametrize("argv", [["demo"], ["platform"], ["platform", "--json"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo"],
+        ["platform"],
+        ["platform", "--json"],
+        ["dev", "echo.py"],
+        ["chat", "--url", "http://127.0.0.1:9", "--token", "t"],
+    ],
+)
 async def test_the_cli_without_the_extra_prints_the_fix_and_exits_2(
     argv: list[str], no_extra: dict[str, str]
 ) -> None:

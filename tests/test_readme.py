@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 import band_trio
 from band_trio.local import HumanClient, LocalPlatform
+from tests.devloop.helpers import STEP, read_banner, replies, running, wait_for_messages
 
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
@@ -60,3 +63,24 @@ async def test_quick_start_adapter_answers(band_platform: LocalPlatform) -> None
     assert "hello there" in reply.content
     delivery = state_room.by_id[posted["id"]].deliveries[agent_creds.id]
     assert delivery.status == "processed"
+
+
+@pytest.mark.slow
+async def test_quick_start_runs_under_band_trio_dev(tmp_path: Path) -> None:
+    text = README.read_text()
+    assert "    band-trio dev echo.py --reload\n" in text
+    (tmp_path / "echo.py").write_text(quick_start_source())
+    async with running(["dev", "echo.py", "--no-chat", "--json"], tmp_path) as (dev, output):
+        info = await read_banner(output)
+        (agent,) = info["agents"]
+        assert agent["handle"] == "you/echo"
+        room = info["room_id"]
+        async with HumanClient(base_url=info["rest_url"], api_key=info["user"]["api_key"]) as human:
+            await human.post_message(room, "hello", [agent["handle"]])
+            messages = await wait_for_messages(
+                human, room, lambda m: bool(replies(m, agent["id"], "You said:"))
+            )
+        assert "hello" in replies(messages, agent["id"], "You said:")[0]
+        dev.send_signal(signal.SIGINT)
+        with trio.fail_after(STEP):
+            assert await dev.wait() == 0
