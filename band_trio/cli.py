@@ -18,7 +18,7 @@ from pathlib import Path
 
 import trio
 
-from band_trio.errors import BandConfigError, MissingExtraError
+from band_trio.errors import BandConfigError, BandError, MissingExtraError
 
 __all__ = ["build_parser", "main"]
 
@@ -314,6 +314,7 @@ def _add_dev(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run_dev(args: argparse.Namespace) -> int:
     _require_local()
+    # Lazy: the dev loop runs on the local platform, the optional `local` extra.
     from band_trio.devloop.session import UI, DevOptions, run_dev
 
     options = DevOptions(
@@ -347,6 +348,7 @@ def _add_chat(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _run_chat(args: argparse.Namespace) -> int:
     _require_local()
+    # Lazy: the chat talks to the local platform, the optional `local` extra.
     from band_trio.devloop.session import run_chat
 
     return _run_trio("chat", partial(run_chat, args.url, args.token, room_id=args.room))
@@ -354,7 +356,6 @@ def _run_chat(args: argparse.Namespace) -> int:
 
 def _run_trio(command: str, fn: Callable[..., Awaitable[int]], *args: object) -> int:
     """Run ``fn`` under Trio; an OSError or a BandError is one line on stderr and status 1."""
-    from band_trio.errors import BandError
 
     try:
         return trio.run(fn, *args)

@@ -55,6 +55,7 @@ def install_completion(words: Callable[[], Sequence[str]]) -> None:
         words: called on each completion; the current candidates.
     """
     try:
+        # Optional: readline is missing on some platforms (completion then is off).
         import readline
     except ImportError:  # pragma: no cover - no readline on this platform
         return

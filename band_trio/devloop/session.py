@@ -130,6 +130,7 @@ def playground_url(rest_url: str, token: str) -> str:
 def _terminal_restored() -> Iterator[None]:
     """Put the terminal back as it was (a line editor may be interrupted mid-line)."""
     try:
+        # POSIX only: there is no terminal state to restore elsewhere.
         import termios
 
         fd = sys.stdin.fileno()
@@ -197,6 +198,7 @@ async def run_dev(
     Raises:
         OSError: the platform's address could not be bound.
     """
+    # Lazy: the optional `local` extra (checked by the command line first).
     from band_trio.local import HumanClient, open_local_platform
 
     console = console if console is not None else Console()
@@ -313,6 +315,7 @@ async def run_chat(
     Raises:
         BandError: the platform could not be reached or refused the token.
     """
+    # Lazy: the optional `local` extra (checked by the command line first).
     from band_trio.local import HumanClient
 
     console = console if console is not None else Console()

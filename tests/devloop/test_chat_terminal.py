@@ -10,6 +10,7 @@ import pytest
 import trio
 
 import band_trio
+import band_trio.adapter
 from band_trio.local import LocalPlatform
 
 from .helpers import STARTUP, STEP, echo_source, on_terminal, pid_alive
@@ -64,14 +65,14 @@ class SlowTool(band_trio.SimpleAdapter[band_trio.HistoryProvider]):
     async def on_message(  # type: ignore[override]
         self, msg, tools, history, participants_msg, contacts_msg, *, is_session_bootstrap, room_id
     ) -> None:
-        await band_trio.post_tool_call(tools, "lookup", {"query": "weather"}, "call-1")
+        await band_trio.adapter.post_tool_call(tools, "lookup", {"query": "weather"}, "call-1")
         if "slow" in msg.content:
             try:
                 await trio.sleep_forever()
             except trio.Cancelled:
                 self.cancelled.set()
                 raise
-        await band_trio.post_tool_result(tools, "lookup", "sunny", "call-1")
+        await band_trio.adapter.post_tool_result(tools, "lookup", "sunny", "call-1")
         await tools.send_message("done: " + msg.content, [msg.sender_id])
 
 
