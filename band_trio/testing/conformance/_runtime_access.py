@@ -1,0 +1,48 @@
+"""Every name the conformance kit takes from band-trio's internals, in one place.
+
+The kit drives the real runtime (the same ``Agent``, rooms and engine an agent
+runs) against the embedded platform reached in-process, so it needs a few
+names that are not part of the root package: the push decoder, the platform's
+state model, the runtime's fixed failure texts. Keeping them here means a
+reorganisation of the core changes one module of the kit.
+"""
+
+from __future__ import annotations
+
+from band_trio.errors import MissingExtraError
+
+try:
+    import hypothesis  # noqa: F401
+except ModuleNotFoundError as exc:  # installed without the `conformance` extra
+    raise MissingExtraError("conformance", "the adapter conformance kit") from exc
+
+from band_trio.local import LocalPlatform
+from band_trio.local._input import Obj
+from band_trio.local.files import upload
+from band_trio.local.model import Agent as PlatformAgent
+from band_trio.local.model import Message as PlatformMessageRecord
+from band_trio.local.model import User as PlatformUser
+from band_trio.runtime.config import IN_MEMORY
+from band_trio.runtime.room import ERROR_EVENT_TEXT, MISSING_REPLY_LABEL, MISSING_REPLY_TEXT
+from band_trio.wire.events import decode_event
+from band_trio.wire.link import EventRejected, room_topics
+from band_trio.wire.rest import RestConfig
+from band_trio.wire.retry import RetryPolicy
+
+__all__ = [
+    "ERROR_EVENT_TEXT",
+    "IN_MEMORY",
+    "MISSING_REPLY_LABEL",
+    "MISSING_REPLY_TEXT",
+    "EventRejected",
+    "LocalPlatform",
+    "Obj",
+    "PlatformAgent",
+    "PlatformMessageRecord",
+    "PlatformUser",
+    "RestConfig",
+    "RetryPolicy",
+    "decode_event",
+    "room_topics",
+    "upload",
+]
