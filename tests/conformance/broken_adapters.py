@@ -74,7 +74,7 @@ class BlocksTheLoop(Echo):
     """Sleeps synchronously inside its turn."""
 
     async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
-        time.sleep(0.3)  # noqa: ASYNC251 - the bug on display
+        time.sleep(0.5)  # noqa: ASYNC251 - the bug on display
         await tools.send_message(f"echo: {msg.content[:50]}", [msg.sender_id])
 
 

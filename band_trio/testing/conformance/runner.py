@@ -21,8 +21,7 @@ import logging
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Iterator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +96,7 @@ class RunOptions:
 
     config: AgentConfig = attrs.field(factory=_default_config)
     cancel_grace: float = 1.0
-    block_threshold: float = 0.1
+    block_threshold: float = 0.25
     settle_time: float = 300.0
     max_replies_per_message: int = 1
     history_validator: Callable[[Any], Sequence[str]] | None = None

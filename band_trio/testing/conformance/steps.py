@@ -49,6 +49,18 @@ Visitor = Literal["peer", "helper"]
 """Who can join or leave a room: two other agents of the same owner."""
 
 
+def text_repr(text: str) -> str:
+    """``repr(text)``, with a long repeated text written as ``'unit' * n``."""
+    if len(text) > 80:
+        for period in range(1, 21):
+            unit = text[:period]
+            count, rest = divmod(len(text), period)
+            if unit * count + unit[:rest] == text:
+                tail = f" + {unit[:rest]!r}" if rest else ""
+                return f"{unit!r} * {count}{tail}"
+    return repr(text)
+
+
 def _room(value: int | None) -> str:
     return "None" if value is None else str(value)
 
@@ -81,7 +93,7 @@ class Post:
             extra += ", mention=False"
         if self.attachments:
             extra += f", attachments={self.attachments}"
-        return f"Post({self.room}, {self.text!r}{extra})"
+        return f"Post({self.room}, {text_repr(self.text)}{extra})"
 
 
 @attrs.frozen(repr=False)

@@ -105,49 +105,70 @@ def history_entries(max_size: int = 8) -> st.SearchStrategy[tuple[Entry, ...]]:
     return chunks.map(lambda parts: tuple(e for part in parts for e in part))
 
 
-def _room_steps(room: int) -> st.SearchStrategy[Step]:
-    post = st.builds(
-        Post,
-        st.just(room),
-        message_texts(),
-        sender=st.sampled_from(["human", "human", "peer", "self"]),
-        mention=st.sampled_from([True, True, True, False]),
-        attachments=st.sampled_from([0, 0, 0, 1, 2]),
-    )
-    return st.one_of(
-        post,
-        post,
-        st.builds(Seed, st.just(room), history_entries()),
-        st.builds(Join, st.just(room), st.sampled_from(["peer", "helper"])),
-        st.builds(Leave, st.just(room), st.sampled_from(["peer", "helper"])),
-        st.builds(RemoveAgent, st.just(room)),
-        st.builds(ReAddAgent, st.just(room)),
-        st.builds(DeleteRoom, st.just(room)),
-        st.builds(Interrupt, st.just(room)),
-        st.builds(Stop, st.just(room)),
-        st.builds(Play, st.just(room)),
-        st.builds(
-            ToolFailure,
-            st.just(room),
-            status=st.sampled_from([500, 503, 429, 400]),
-            times=st.sampled_from([1, 4]),
-        ),
-        st.builds(SlowTool, st.just(room), _seconds()),
-    )
+_KINDS = (
+    # Posts first and most often: a scenario without messages tests little,
+    # and Hypothesis shrinks towards the first kind.
+    "post",
+    "post",
+    "post",
+    "post",
+    "post",
+    "post",
+    "slow",
+    "slow",
+    "interrupt",
+    "stop",
+    "play",
+    "wait",
+    "failure",
+    "seed",
+    "join",
+    "leave",
+    "remove",
+    "readd",
+    "delete",
+    "add",
+    "restart",
+)
 
 
-def steps(rooms: int) -> st.SearchStrategy[Step]:
-    """One step over rooms ``0 .. rooms - 1`` (or agent-wide)."""
-    per_room = st.integers(min_value=0, max_value=rooms - 1).flatmap(_room_steps)
-    agent_wide = st.one_of(
-        st.just(Interrupt(None)),
-        st.just(Stop(None)),
-        st.just(Play(None)),
-        st.builds(Wait, _seconds()),
-        st.just(Restart()),
-        st.just(AddRoom()),
-    )
-    return st.one_of(per_room, per_room, per_room, agent_wide)
+@st.composite
+def steps(draw: Any, rooms: int) -> Step:
+    """One step over rooms ``0 .. rooms - 1`` (control steps may be agent-wide)."""
+    kind = draw(st.sampled_from(_KINDS))
+    room = draw(st.integers(min_value=0, max_value=max(rooms - 1, 0)))
+    if kind == "post":
+        return Post(
+            room,
+            draw(message_texts()),
+            sender=draw(st.sampled_from(["human", "human", "human", "peer", "self"])),
+            mention=draw(st.sampled_from([True] * 7 + [False])),
+            attachments=draw(st.sampled_from([0, 0, 0, 1, 2])),
+        )
+    if kind == "slow":
+        return SlowTool(room, draw(_seconds()))
+    if kind in ("interrupt", "stop", "play"):
+        target = draw(st.one_of(st.just(room), st.none()))
+        return {"interrupt": Interrupt, "stop": Stop, "play": Play}[kind](target)
+    if kind == "wait":
+        return Wait(draw(_seconds()))
+    if kind == "failure":
+        status = draw(st.sampled_from([500, 503, 429, 400]))
+        return ToolFailure(room, status=status, times=draw(st.sampled_from([1, 4])))
+    if kind == "seed":
+        return Seed(room, draw(history_entries()))
+    if kind in ("join", "leave"):
+        who = draw(st.sampled_from(["peer", "helper"]))
+        return Join(room, who) if kind == "join" else Leave(room, who)
+    if kind == "remove":
+        return RemoveAgent(room)
+    if kind == "readd":
+        return ReAddAgent(room)
+    if kind == "delete":
+        return DeleteRoom(room)
+    if kind == "add":
+        return AddRoom()
+    return Restart()
 
 
 @st.composite
@@ -155,7 +176,7 @@ def scenarios(
     draw: Any,
     *,
     max_rooms: int = 3,
-    max_steps: int = 12,
+    max_steps: int = 16,
     restarts: bool = True,
 ) -> Scenario:
     """Scenarios over up to ``max_rooms`` starting rooms and ``max_steps`` steps.
@@ -168,10 +189,10 @@ def scenarios(
     rooms = draw(st.integers(min_value=1, max_value=max_rooms))
     # Room numbers reach rooms added later too (steps naming a room that does
     # not exist yet do nothing).
-    step = steps(rooms + 1)
+    step: st.SearchStrategy[Step] = steps(rooms + 1)
     if not restarts:
         step = step.filter(lambda s: not isinstance(s, Restart))
-    drawn = draw(st.lists(step, max_size=max_steps))
+    drawn = draw(st.lists(step, min_size=min(2, max_steps), max_size=max_steps))
     return Scenario(drawn, rooms=rooms)
 
 

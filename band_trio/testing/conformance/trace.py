@@ -9,9 +9,10 @@ measures, in real time, each step of the tasks running adapter code.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -198,11 +199,16 @@ class Trace:
 
 
 class LoopBlockDetector(trio.abc.Instrument):
-    """A Trio instrument timing (in real time) each step of tasks running adapter code.
+    """A Trio instrument timing (in real time) the adapter's own synchronous stretches.
+
+    A stretch starts when a task enters adapter code (or resumes in it) and
+    ends at the task's next checkpoint, when it calls one of its tools, or when
+    it leaves adapter code. The time spent inside a tool call (the runtime and
+    the in-process platform, which stand for network I/O here) is not counted.
 
     Args:
         trace: where blocks are recorded.
-        threshold: seconds a single step may take.
+        threshold: seconds a single stretch may take.
         now: the real-time clock.
     """
 
@@ -216,42 +222,67 @@ class LoopBlockDetector(trio.abc.Instrument):
         self.threshold = threshold
         self._now = now
         self.adapter_tasks: dict[trio.lowlevel.Task, str | None] = {}
-        self._step_started: float | None = None
-        self._marked: tuple[trio.lowlevel.Task, str | None] | None = None
+        self._measuring: trio.lowlevel.Task | None = None
+        self._since = 0.0
 
-    def mark(self, task: trio.lowlevel.Task, room_id: str | None) -> None:
-        """Note that ``task`` runs adapter code in the current step (entering or
-        leaving it: a step that enters, blocks and leaves is still adapter code)."""
-        self._marked = (task, room_id)
+    def _start(self, task: trio.lowlevel.Task) -> None:
+        self._measuring = task
+        self._since = self._now()
+
+    def _finish(self, task: trio.lowlevel.Task) -> None:
+        if self._measuring is not task:
+            return
+        self._measuring = None
+        took = self._now() - self._since
+        if took > self.threshold:
+            self.trace.blocks.append(Block(took, task.name, self.adapter_tasks.get(task)))
+
+    def enter(self, task: trio.lowlevel.Task, room_id: str | None) -> None:
+        """``task`` starts running adapter code."""
+        self.adapter_tasks[task] = room_id
+        self._start(task)
+
+    def leave(self, task: trio.lowlevel.Task) -> str | None:
+        """``task`` stops running adapter code (returns the room it ran for)."""
+        self._finish(task)
+        return self.adapter_tasks.pop(task, None)
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self._marked = None
-        self._step_started = self._now()
+        if task in self.adapter_tasks:
+            self._start(task)
+        else:
+            self._measuring = None
 
     def after_task_step(self, task: trio.lowlevel.Task) -> None:
-        started = self._step_started
-        self._step_started = None
-        if started is None:
-            return
-        marked = self._marked
-        self._marked = None
-        if task in self.adapter_tasks:
-            room_id = self.adapter_tasks[task]
-        elif marked is not None and marked[0] is task:
-            room_id = marked[1]
-        else:
-            return
-        took = self._now() - started
-        if took > self.threshold:
-            self.trace.blocks.append(Block(took, task.name, room_id))
+        self._finish(task)
 
 
 class ObservedTools:
     """A turn's tools, recording every call (see :class:`ToolCall`)."""
 
-    def __init__(self, inner: AgentToolsProtocol, turn: TurnRecord) -> None:
+    def __init__(
+        self,
+        inner: AgentToolsProtocol,
+        turn: TurnRecord,
+        detector: LoopBlockDetector | None = None,
+    ) -> None:
         self._inner = inner
         self._turn = turn
+        self._detector = detector
+
+    @contextlib.contextmanager
+    def _outside_adapter(self) -> Iterator[None]:
+        # A tool call runs the runtime and the platform: not the adapter's time.
+        detector = self._detector
+        if detector is None:
+            yield
+            return
+        task = trio.lowlevel.current_task()
+        room_id = detector.leave(task)
+        try:
+            yield
+        finally:
+            detector.enter(task, room_id)
 
     def _begin(self, name: str, content: str | None = None) -> ToolCall:
         now = trio.current_time()
@@ -268,7 +299,8 @@ class ObservedTools:
 
     async def send_message(self, content: str, mentions: Sequence[str]) -> Any:
         call = self._begin("send_message", content)
-        result = await self._inner.send_message(content, mentions)
+        with self._outside_adapter():
+            result = await self._inner.send_message(content, mentions)
         call.ok = True
         if result is not None:
             self._turn.replies.append(content)
@@ -278,7 +310,8 @@ class ObservedTools:
         self, content: str, message_type: str, metadata: Mapping[str, Any] | None = None
     ) -> Any:
         call = self._begin("send_event", content)
-        result = await self._inner.send_event(content, message_type, metadata)
+        with self._outside_adapter():
+            result = await self._inner.send_event(content, message_type, metadata)
         call.ok = True
         return result
 
@@ -287,7 +320,8 @@ class ObservedTools:
     ) -> Any:
         content = args.get("content") if name == "band_send_message" else None
         call = self._begin(f"tool:{name}", content if isinstance(content, str) else None)
-        result = await self._inner.execute_tool_call(name, args, custom_tools=custom_tools)
+        with self._outside_adapter():
+            result = await self._inner.execute_tool_call(name, args, custom_tools=custom_tools)
         call.ok = True
         if isinstance(content, str) and not getattr(result, "is_error", False):
             self._turn.replies.append(content)
@@ -341,14 +375,12 @@ class ObservedAdapter:
     def _enter(self, room_id: str | None) -> trio.lowlevel.Task:
         task = trio.lowlevel.current_task()
         if self._detector is not None:
-            self._detector.adapter_tasks[task] = room_id
-            self._detector.mark(task, room_id)
+            self._detector.enter(task, room_id)
         return task
 
     def _exit(self, task: trio.lowlevel.Task) -> None:
         if self._detector is not None:
-            room_id = self._detector.adapter_tasks.pop(task, None)
-            self._detector.mark(task, room_id)
+            self._detector.leave(task)
 
     async def on_started(self, agent_name: str, agent_description: str) -> None:
         self._trace.started[self._run] += 1
@@ -398,7 +430,7 @@ class ObservedAdapter:
         if trace.turn_timeout is not None:
             turn.request_cancel(turn.started_at + trace.turn_timeout, "timeout")
         trace.turns.append(turn)
-        observed = attrs.evolve(inp, tools=ObservedTools(inp.tools, turn))
+        observed = attrs.evolve(inp, tools=ObservedTools(inp.tools, turn, self._detector))
         task = self._enter(inp.room_id)
         cancelled = False
         try:
