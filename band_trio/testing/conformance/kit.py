@@ -8,7 +8,7 @@ one as Python you can paste into :func:`replay`.
 
 Profiles (Hypothesis settings):
 
-* ``band-conformance-ci`` (default): 40 scenarios, derandomized (the same
+* ``band-conformance-ci`` (default): 50 scenarios, derandomized (the same
   scenarios on every run), no example database, 5 s deadline per scenario.
 * ``band-conformance-long``: 1,000 random scenarios, no deadline; for a run by
   hand: ``BAND_CONFORMANCE_PROFILE=long pytest ...``.
@@ -63,7 +63,7 @@ _SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.fil
 
 settings.register_profile(
     CI_PROFILE,
-    max_examples=40,
+    max_examples=50,
     deadline=timedelta(seconds=5),
     derandomize=True,
     database=None,

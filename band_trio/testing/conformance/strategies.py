@@ -172,6 +172,21 @@ def steps(draw: Any, rooms: int) -> Step:
 
 
 @st.composite
+def _groups(draw: Any, rooms: int) -> tuple[Step, ...]:
+    # Pairs that matter together are drawn together, so that the generated
+    # scenarios often have a turn in flight when the next step comes, or a
+    # history to convert on a session bootstrap.
+    kind = draw(st.sampled_from(["single", "single", "single", "in_flight", "seeded"]))
+    if kind == "single":
+        return (draw(steps(rooms)),)
+    room = draw(st.integers(min_value=0, max_value=max(rooms - 1, 0)))
+    post = Post(room, draw(message_texts()))
+    if kind == "in_flight":
+        return (SlowTool(room, draw(_seconds())), post)
+    return (Seed(room, draw(history_entries())), post)
+
+
+@st.composite
 def scenarios(
     draw: Any,
     *,
@@ -189,11 +204,12 @@ def scenarios(
     rooms = draw(st.integers(min_value=1, max_value=max_rooms))
     # Room numbers reach rooms added later too (steps naming a room that does
     # not exist yet do nothing).
-    step: st.SearchStrategy[Step] = steps(rooms + 1)
+    group: st.SearchStrategy[tuple[Step, ...]] = _groups(rooms + 1)
     if not restarts:
-        step = step.filter(lambda s: not isinstance(s, Restart))
-    drawn = draw(st.lists(step, min_size=min(2, max_steps), max_size=max_steps))
-    return Scenario(drawn, rooms=rooms)
+        group = group.filter(lambda g: not any(isinstance(s, Restart) for s in g))
+    drawn = draw(st.lists(group, min_size=1, max_size=max(1, max_steps // 2)))
+    flat = [s for g in drawn for s in g][:max_steps]
+    return Scenario(flat, rooms=rooms)
 
 
 def history_items(max_size: int = 12) -> st.SearchStrategy[list[HistoryItem]]:
