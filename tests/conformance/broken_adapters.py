@@ -126,3 +126,21 @@ class WithConverter(SimpleAdapter[list[Line]]):
 
     async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
         await tools.send_message("ok", [msg.sender_id])
+
+
+class PostsItsErrors(Echo):
+    """Tells the room what went wrong, exception text and all, then fails."""
+
+    async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
+        try:
+            raise RuntimeError("database password rejected for user admin")
+        except RuntimeError as exc:
+            await tools.send_message(f"Sorry, I failed: {exc}", [msg.sender_id])
+            raise
+
+
+class FailsToStart(Echo):
+    """Raises in on_started."""
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        raise RuntimeError("no model configured")

@@ -125,7 +125,7 @@ class SettledExactlyOnce(Invariant):
                 continue
             for message in room.inbox.get(agent_id, ()):
                 delivery = message.deliveries[agent_id]
-                where = f"{trace.label(room.id)}: message {message.content[:40]!r}"
+                where = f"{trace.label(room.id)}: {trace.message(message.id, message.content)}"
                 successes = sum(1 for a in delivery.attempts if a.status == "success")
                 if successes > 1:
                     yield f"{where} was marked processed {successes} times"

@@ -47,6 +47,7 @@ __all__ = [
     "PROFILE_ENV_VAR",
     "AdapterConformance",
     "ConformanceFailure",
+    "HistoryConverterConformance",
     "check_adapter",
     "check_history_converter",
     "check_result",
@@ -334,12 +335,6 @@ class AdapterConformance:
         """The runtime configuration scenarios run with (its ``turn_timeout`` must be set)."""
         return _default_config()
 
-    def make_converter(self) -> HistoryConverter[Any] | None:
-        """The history converter to test on its own (default: the adapter's
-        ``history_converter``, if it has one)."""
-        converter = getattr(self.make_adapter(), "history_converter", None)
-        return converter if isinstance(converter, HistoryConverter) else None
-
     def test_scenarios(self) -> None:
         """Generated scenarios keep every invariant."""
         check_adapter(
@@ -352,14 +347,34 @@ class AdapterConformance:
             profile=self.profile,
         )
 
-    def test_history_converter(self) -> None:
-        """The converter is total on generated histories and its output is valid.
 
-        An adapter without a converter has nothing to convert: the test then
-        checks only that the adapter reports none.
-        """
-        converter = self.make_converter()
-        if converter is None:
-            assert getattr(self.make_adapter(), "history_converter", None) is None
-            return
-        check_history_converter(converter, type(self).history_validator, profile=self.profile)
+class HistoryConverterConformance:
+    """Base class of a pytest test class that holds a history converter to the kit.
+
+    Implement :meth:`make_converter`; set :attr:`history_validator` to the
+    provider's validator::
+
+        class TestMyConverter(HistoryConverterConformance):
+            history_validator = validate_anthropic_messages
+
+            def make_converter(self) -> MyConverter:
+                return MyConverter()
+
+    Attributes:
+        history_validator: checks the converted value (None: the converter
+            is only required not to raise).
+        profile: the settings profile (None: ``$BAND_CONFORMANCE_PROFILE``, else CI).
+    """
+
+    history_validator: HistoryValidator | None = None
+    profile: str | None = None
+
+    def make_converter(self) -> HistoryConverter[Any]:
+        """The converter under test."""
+        raise NotImplementedError(f"{type(self).__name__} must implement make_converter")
+
+    def test_history_converter(self) -> None:
+        """The converter is total on generated histories and its output is valid."""
+        check_history_converter(
+            self.make_converter(), type(self).history_validator, profile=self.profile
+        )

@@ -164,9 +164,10 @@ class Trace:
     log: deque[str] = attrs.Factory(lambda: deque(maxlen=200))
     _seq: int = 0
 
-    def message(self, message_id: str) -> str:
-        """``message 'hello'``: a message named by its text, as the scenario shows it."""
-        text = self.texts.get(message_id)
+    def message(self, message_id: str, fallback: str | None = None) -> str:
+        """``message 'hello'``: a message named by the text the adapter saw
+        (else ``fallback``, else its id)."""
+        text = self.texts.get(message_id, fallback)
         if text is None:
             return f"message {message_id}"
         short = text if len(text) <= 40 else text[:37] + "..."
