@@ -92,6 +92,12 @@ class RunOptions:
         max_replies_per_message: replies an adapter may post for one message.
         history_validator: checks a converted history; returns problems
             (see :mod:`band_trio.testing.conformance.validators`).
+        autojump_threshold: real seconds every task must have been blocked
+            before virtual time jumps to the next deadline. While an adapter
+            waits on a worker thread (an SDK computing headers, a DNS lookup,
+            ``trio.to_thread``) every task is blocked: a wait longer than this
+            lets virtual time run ahead, up to a spurious turn timeout. 0 is
+            fastest and right for adapters that never use threads.
     """
 
     config: AgentConfig = attrs.field(factory=_default_config)
@@ -100,6 +106,7 @@ class RunOptions:
     settle_time: float = 300.0
     max_replies_per_message: int = 1
     history_validator: Callable[[Any], Sequence[str]] | None = None
+    autojump_threshold: float = 0.01
 
 
 @attrs.define(eq=False)
@@ -345,9 +352,12 @@ class _AgentRunner:
         trace.runs += 1
         trace.started.append(0)
         self._joined = set()
-        adapter = ObservedAdapter(
-            self.factory(), trace, run, self.detector, self.options.history_validator
-        )
+        try:
+            inner = self.factory()
+        except Exception as exc:
+            self.error = exc
+            return
+        adapter = ObservedAdapter(inner, trace, run, self.detector, self.options.history_validator)
         world = self.world
         runtime = InProcessRuntime(
             world.platform,
@@ -534,7 +544,7 @@ def run_scenario(
         with _captured_logs(trace.log):
             trio.run(
                 main,
-                clock=trio.testing.MockClock(autojump_threshold=0),
+                clock=trio.testing.MockClock(autojump_threshold=options.autojump_threshold),
                 instruments=[detector],
             )
     except Exception as exc:
