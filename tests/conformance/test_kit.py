@@ -210,11 +210,13 @@ def test_the_base_class_works_without_pytest_trio(tmp_path: Path) -> None:
         textwrap.dedent(
             """
             from band_trio.demo import EchoAdapter
-            from band_trio.testing.conformance import AdapterConformance, RunOptions
+            from band_trio.testing.conformance import AdapterConformance
             from hypothesis import settings
 
+            settings.register_profile("few", max_examples=5, deadline=None, database=None)
+
             class TestMine(AdapterConformance):
-                profile = "band-conformance-ci"
+                profile = "few"
 
                 def make_adapter(self):
                     return EchoAdapter()
@@ -246,3 +248,32 @@ def test_the_base_class_works_without_pytest_trio(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+@pytest.mark.parametrize("hidden", ["hypothesis", "hypercorn"])
+def test_without_the_extra_the_import_names_the_fix(hidden: str) -> None:
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import importlib.abc
+
+        class Hide(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == {hidden!r}:
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+                return None
+
+        sys.meta_path.insert(0, Hide())
+        import band_trio
+        try:
+            import band_trio.testing.conformance
+        except band_trio.MissingExtraError as exc:
+            print(exc.extra, "|", exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    extra, message = done.stdout.strip().split(" | ")
+    assert extra == "conformance"
+    assert "pip install 'band-trio[conformance]'" in message

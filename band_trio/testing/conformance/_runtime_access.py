@@ -13,10 +13,11 @@ from band_trio.errors import MissingExtraError
 
 try:
     import hypothesis  # noqa: F401
+
+    from band_trio.local import LocalPlatform
 except ModuleNotFoundError as exc:  # installed without the `conformance` extra
     raise MissingExtraError("conformance", "the adapter conformance kit") from exc
 
-from band_trio.local import LocalPlatform
 from band_trio.local._input import Obj
 from band_trio.local.files import upload
 from band_trio.local.model import Agent as PlatformAgent
