@@ -185,4 +185,5 @@ def test_conformance_kit_names_are_pinned() -> None:
         if inspect.isclass(obj) or inspect.isfunction(obj):
             assert inspect.getdoc(obj), f"band_trio.testing.conformance.{name} has no docstring"
     for invariant in kit.DEFAULT_INVARIANTS:
-        assert invariant.name and invariant.description
+        assert invariant.name
+        assert invariant.description

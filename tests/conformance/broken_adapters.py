@@ -9,7 +9,13 @@ from typing import Any
 import attrs
 import trio
 
-from band_trio import AgentToolsProtocol, HistoryItem, HistoryProvider, PlatformMessage, SimpleAdapter
+from band_trio import (
+    AgentToolsProtocol,
+    HistoryItem,
+    HistoryProvider,
+    PlatformMessage,
+    SimpleAdapter,
+)
 
 
 class Echo(SimpleAdapter[HistoryProvider]):
@@ -32,7 +38,9 @@ class Echo(SimpleAdapter[HistoryProvider]):
 class SwallowsCancelled(Echo):
     """Catches trio.Cancelled around its work and returns normally."""
 
-    async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
         try:
             await tools.send_message(f"echo: {msg.content[:50]}", [msg.sender_id])
         except trio.Cancelled:
@@ -46,7 +54,9 @@ class SharedConversation(Echo):
         super().__init__()
         self.seen: list[str] = []
 
-    async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
         self.seen.append(msg.content[:10])
         await tools.send_message(f"I have heard {len(self.seen)} message(s)", [msg.sender_id])
 
@@ -54,7 +64,9 @@ class SharedConversation(Echo):
 class RepliesTwice(Echo):
     """Posts two replies for every message."""
 
-    async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
         await tools.send_message("first answer", [msg.sender_id])
         await tools.send_message("second answer", [msg.sender_id])
 
@@ -62,7 +74,9 @@ class RepliesTwice(Echo):
 class ToolsAfterCancel(Echo):
     """Posts a shielded 'sorry' message after its turn was cancelled."""
 
-    async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
         try:
             await tools.send_message(f"echo: {msg.content[:50]}", [msg.sender_id])
         finally:
@@ -73,7 +87,9 @@ class ToolsAfterCancel(Echo):
 class BlocksTheLoop(Echo):
     """Sleeps synchronously inside its turn."""
 
-    async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
         time.sleep(0.5)  # noqa: ASYNC251 - the bug on display
         await tools.send_message(f"echo: {msg.content[:50]}", [msg.sender_id])
 
@@ -124,14 +140,18 @@ class TwoSystemPromptsConverter:
 class WithConverter(SimpleAdapter[list[Line]]):
     """Replies once; its history goes through the given converter."""
 
-    async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
         await tools.send_message("ok", [msg.sender_id])
 
 
 class PostsItsErrors(Echo):
     """Tells the room what went wrong, exception text and all, then fails."""
 
-    async def on_message(self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any) -> None:
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
         try:
             raise RuntimeError("database password rejected for user admin")
         except RuntimeError as exc:

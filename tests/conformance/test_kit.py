@@ -22,7 +22,6 @@ from band_trio.testing.conformance import (
     Invariant,
     LifecycleHooksOnce,
     NoDoubleAnswerAfterRestart,
-    NoErrorTextInRoom,
     Post,
     Restart,
     Scenario,

@@ -50,9 +50,7 @@ def test_anthropic_roles_content_and_blocks() -> None:
     assert validate_anthropic_messages([user([{"type": "video"}])]) == [
         "message 0, block 0 has unknown type 'video'"
     ]
-    assert validate_anthropic_messages([user(None)]) == [
-        "message 0 has content of type NoneType"
-    ]
+    assert validate_anthropic_messages([user(None)]) == ["message 0 has content of type NoneType"]
     assert validate_anthropic_messages(["hello"]) == ["message 0 is a str, not a dict"]
 
 
@@ -73,8 +71,9 @@ def test_anthropic_tool_pairing() -> None:
             assistant([tool_use("t1")]),
             user([tool_result("t1")]),
         ]
-    ) == ["message 2, block 0: tool_use id 't1' used twice"] + [
-        "message 3, block 0: tool_result for 't1', which the previous message did not call"
+    ) == [
+        "message 2, block 0: tool_use id 't1' used twice",
+        "message 3, block 0: tool_result for 't1', which the previous message did not call",
     ]
     assert validate_anthropic_messages([user([tool_use("t1")])]) == [
         "message 0, block 0: tool_use outside an assistant message",

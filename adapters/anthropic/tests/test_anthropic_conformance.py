@@ -39,17 +39,23 @@ def _answer(body: dict[str, Any]) -> Reply:
     content = last["content"]
     if isinstance(content, list) and any(b.get("type") == "tool_result" for b in content):
         return message(text("Done."))
-    line = content if isinstance(content, str) else " ".join(
-        b.get("text", "") for b in content if isinstance(b, dict)
+    line = (
+        content
+        if isinstance(content, str)
+        else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
     )
     sender = _SENDER.match(line)
     mentions = [sender.group(1)] if sender else []
     reply = f"You said {len(line)} characters."
     return message(
-        tool_use(f"toolu_{len(body['messages'])}", "band_send_message", {
-            "content": reply,
-            "mentions": mentions,
-        })
+        tool_use(
+            f"toolu_{len(body['messages'])}",
+            "band_send_message",
+            {
+                "content": reply,
+                "mentions": mentions,
+            },
+        )
     )
 
 

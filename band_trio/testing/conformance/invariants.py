@@ -137,8 +137,7 @@ class SettledExactlyOnce(Invariant):
                     if attempts >= limit or last == MISSING_REPLY_LABEL:
                         continue
                     yield (
-                        f"{where} was left failed after {attempts} attempt(s); "
-                        f"the limit is {limit}"
+                        f"{where} was left failed after {attempts} attempt(s); the limit is {limit}"
                     )
                     continue
                 yield f"{where} was never settled (status {delivery.status!r})"

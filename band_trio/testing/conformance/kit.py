@@ -238,7 +238,9 @@ def check_adapter(
     opts = _options(options, config, max_replies_per_message, history_validator)
     checks = list(invariants)
     strategy = scenario_strategy if scenario_strategy is not None else scenarios()
-    chosen = hypothesis_settings if hypothesis_settings is not None else conformance_settings(profile)
+    chosen = (
+        hypothesis_settings if hypothesis_settings is not None else conformance_settings(profile)
+    )
 
     @chosen
     @given(scenario=strategy)
@@ -262,7 +264,9 @@ def check_history_converter(
         ConformanceFailure: with the ``HistoryConversion`` invariant and the
             history (shrunk) in the message.
     """
-    chosen = hypothesis_settings if hypothesis_settings is not None else conformance_settings(profile)
+    chosen = (
+        hypothesis_settings if hypothesis_settings is not None else conformance_settings(profile)
+    )
     chosen = settings(chosen, max_examples=max(chosen.max_examples, 200))
 
     @chosen

@@ -173,7 +173,9 @@ class _World:
 
     def add_room(self) -> None:
         state = self.platform.state
-        room = state.create_room(self.user, Obj({"chat": {"title": f"room {len(self.trace.room_ids)}"}}))
+        room = state.create_room(
+            self.user, Obj({"chat": {"title": f"room {len(self.trace.room_ids)}"}})
+        )
         self.trace.room_ids.append(room.id)
         self.add_member(room.id, self.agent.id)
 
@@ -367,7 +369,7 @@ class _AgentRunner:
             on_joined=self._on_joined,
             on_left=self._on_left,
         )
-        agent = Agent(runtime, adapter, handle_signals=False)  # type: ignore[arg-type]
+        agent = Agent(runtime, adapter, handle_signals=False)
         self.agent = agent
         done = trio.Event()
         self.done = done

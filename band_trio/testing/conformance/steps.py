@@ -324,7 +324,7 @@ class Scenario:
     rooms: int
 
     def __init__(self, steps: Sequence[Step] = (), rooms: int = 1) -> None:
-        self.__attrs_init__(tuple(steps), rooms)  # type: ignore[attr-defined]
+        self.__attrs_init__(tuple(steps), rooms)
 
     @property
     def room_count(self) -> int:

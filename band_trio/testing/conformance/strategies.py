@@ -149,7 +149,9 @@ def steps(draw: Any, rooms: int) -> Step:
         return SlowTool(room, draw(_seconds()))
     if kind in ("interrupt", "stop", "play"):
         target = draw(st.one_of(st.just(room), st.none()))
-        return {"interrupt": Interrupt, "stop": Stop, "play": Play}[kind](target)
+        if kind == "interrupt":
+            return Interrupt(target)
+        return Stop(target) if kind == "stop" else Play(target)
     if kind == "wait":
         return Wait(draw(_seconds()))
     if kind == "failure":

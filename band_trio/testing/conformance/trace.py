@@ -406,12 +406,12 @@ class ObservedAdapter:
         try:
             converted = inp.history.convert(converter)
         except Exception as exc:
-            self._trace.conversions.append(
-                ConversionRecord(inp.room_id, inp.history.raw, exc, ())
-            )
+            self._trace.conversions.append(ConversionRecord(inp.room_id, inp.history.raw, exc, ()))
             return
         problems = tuple(self._validator(converted)) if self._validator is not None else ()
-        self._trace.conversions.append(ConversionRecord(inp.room_id, inp.history.raw, None, problems))
+        self._trace.conversions.append(
+            ConversionRecord(inp.room_id, inp.history.raw, None, problems)
+        )
 
     async def on_event(self, inp: AgentInput) -> None:
         trace = self._trace

@@ -88,7 +88,7 @@ def validate_anthropic_messages(messages: Any) -> list[str]:
                     call_id = block.get("id")
                     if role != "assistant":
                         problems.append(f"{at}: tool_use outside an assistant message")
-                    if _blank(call_id) or _blank(block.get("name")):
+                    if not isinstance(call_id, str) or _blank(call_id) or _blank(block.get("name")):
                         problems.append(f"{at}: tool_use without an id or a name")
                     elif call_id in seen_ids:
                         problems.append(f"{at}: tool_use id {call_id!r} used twice")
@@ -161,7 +161,7 @@ def validate_langchain_messages(messages: Any) -> list[str]:
             for call in getattr(message, "tool_calls", None) or ():
                 call_id = call.get("id") if isinstance(call, Mapping) else None
                 name = call.get("name") if isinstance(call, Mapping) else None
-                if _blank(call_id) or _blank(name):
+                if not isinstance(call_id, str) or _blank(call_id) or _blank(name):
                     problems.append(f"{where} has a tool call without an id or a name")
                 elif call_id in seen_ids:
                     problems.append(f"{where} reuses tool call id {call_id!r}")
