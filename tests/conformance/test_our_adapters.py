@@ -10,13 +10,19 @@ room-independence check as well.
 from __future__ import annotations
 
 from band_trio.demo import EchoAdapter
-from band_trio.testing.conformance import AdapterConformance
+from band_trio.testing.conformance import AdapterConformance, RunOptions
 from tests.conformance.broken_adapters import Echo
+
+NO_THREADS = RunOptions(autojump_threshold=0.0)
+"""Neither adapter waits on a worker thread: virtual time may jump at once."""
 
 
 class TestDemoEchoAdapter(AdapterConformance):
     def make_adapter(self) -> EchoAdapter:
         return EchoAdapter()
+
+    def make_options(self) -> RunOptions:
+        return NO_THREADS
 
 
 class TestPerRoomEcho(AdapterConformance):
@@ -24,3 +30,6 @@ class TestPerRoomEcho(AdapterConformance):
 
     def make_adapter(self) -> Echo:
         return Echo()
+
+    def make_options(self) -> RunOptions:
+        return NO_THREADS

@@ -336,13 +336,20 @@ class AdapterConformance:
         raise NotImplementedError(f"{type(self).__name__} must implement make_adapter")
 
     def make_config(self) -> AgentConfig:
-        """The runtime configuration scenarios run with (its ``turn_timeout`` must be set)."""
+        """The runtime configuration scenarios run with (set ``turn_timeout`` so
+        that timeouts are exercised)."""
         return _default_config()
+
+    def make_options(self) -> RunOptions:
+        """Thresholds and clock settings (see :class:`RunOptions`); the runtime
+        configuration comes from :meth:`make_config`."""
+        return RunOptions()
 
     def test_scenarios(self) -> None:
         """Generated scenarios keep every invariant."""
         check_adapter(
             self.make_adapter,
+            options=self.make_options(),
             invariants=self.invariants,
             deterministic=self.deterministic,
             max_replies_per_message=self.max_replies_per_message,
