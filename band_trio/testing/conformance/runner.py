@@ -29,7 +29,7 @@ import attrs
 import trio
 import trio.testing
 
-from band_trio import Agent, AgentConfig, FrameworkAdapter
+from band_trio import Agent, AgentConfig, BandError, FrameworkAdapter
 from band_trio.testing.conformance._inprocess import InProcessRuntime
 from band_trio.testing.conformance._runtime_access import (
     IN_MEMORY,
@@ -236,9 +236,9 @@ class _World:
             body["attachment_ids"] = attachments
         try:
             state.post_message(actor, room.id, Obj({"message": body}))
-        except Exception:
-            # What the platform refuses (too long, stopped room for the agent
-            # itself) is simply not posted.
+        except BandError:
+            # What the platform refuses (the agent posting in a room where it
+            # is stopped) is simply not posted.
             pass
         finally:
             self.flush()

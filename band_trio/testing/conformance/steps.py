@@ -15,7 +15,7 @@ agent reacted to the step before it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -75,7 +75,9 @@ class Post:
             the platform refuses blank messages).
         sender: who posts it.
         mention: whether it mentions the agent (only mentioned messages are
-            delivered to it; the others only reach its history).
+            delivered to it). The platform wants a mention in every message:
+            one that does not mention the agent mentions another member, and
+            is not posted when there is none.
         attachments: files attached to it (uploaded by the sender first).
     """
 
@@ -356,8 +358,7 @@ class Scenario:
         lines = "".join(f"    {step!r},\n" for step in self.steps)
         return f"Scenario(rooms={self.rooms}, steps=[\n{lines}])"
 
-    def describe(self) -> str:
-        """The scenario as numbered lines, for a failure message."""
-        out = [f"start: {self.rooms} room(s) with the agent in them"]
-        out.extend(f"{n:>3}. {step!r}" for n, step in enumerate(self.steps, start=1))
-        return "\n".join(out)
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis prints failing examples with this hook: show the same
+        # pasteable Python as repr().
+        printer.text(repr(self))
