@@ -276,3 +276,17 @@ def test_without_the_extra_the_import_names_the_fix(hidden: str) -> None:
     extra, message = done.stdout.strip().split(" | ")
     assert extra == "conformance"
     assert "pip install 'band-trio[conformance]'" in message
+
+
+def test_a_slow_tool_succeeds_late_and_a_tool_failure_refuses() -> None:
+    result = replay(Echo, Scenario([SlowTool(0, 3.0), Post(0, "slow"), Post(0, "fast")]))
+    slow, fast = result.trace.turns
+    assert (slow.started_at, slow.ended_at, slow.outcome) == (0.0, 3.0, "returned")
+    assert [c.ok for c in slow.tool_calls] == [True]
+    assert fast.started_at == 3.0
+    assert fast.ended_at == 3.0
+    result = replay(Echo, Scenario([ToolFailure(0, status=400, times=1), Post(0, "refused")]))
+    first, retry = result.trace.turns
+    assert first.outcome == "raised"
+    assert type(first.error).__name__ == "BadRequestError"
+    assert retry.outcome == "returned"

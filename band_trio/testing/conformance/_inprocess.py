@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,7 @@ from band_trio.testing.conformance._runtime_access import (
     decode_event,
 )
 
-__all__ = ["InProcessLink", "InProcessRuntime", "in_process_transport"]
+__all__ = ["InProcessLink", "InProcessRuntime", "RequestDelays", "in_process_transport"]
 
 REST_ORIGIN = "http://band.in-process"
 """The origin the agent's REST client believes it talks to (never resolved)."""
@@ -37,9 +38,39 @@ FAST_RETRIES = RestConfig(retry=RetryPolicy(backoff_base=0.05, backoff_cap=1.0, 
 """REST retries without jitter and short (virtual) waits: deterministic runs."""
 
 
-def in_process_transport(platform: LocalPlatform) -> httpx.AsyncBaseTransport:
-    """An httpx transport that calls the platform's ASGI app in this task."""
-    return httpx.ASGITransport(app=platform.app, client=("127.0.0.1", 40000))
+class RequestDelays:
+    """Requests that take longer: each rule delays the next matching request once.
+
+    The platform's fault injector answers every matching request with an
+    error; a slow tool must succeed, only late. This ASGI wrapper waits (in
+    virtual time) before handing the request to the platform.
+
+    Args:
+        app: the platform's ASGI application.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._rules: list[tuple[str, re.Pattern[str], float]] = []
+
+    def add(self, method: str, path_regex: str, seconds: float) -> None:
+        """Delay the next ``method`` request whose path matches by ``seconds``."""
+        self._rules.append((method.upper(), re.compile(path_regex), seconds))
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            for rule in self._rules:
+                method, pattern, seconds = rule
+                if method == scope["method"] and pattern.search(scope["path"]):
+                    self._rules.remove(rule)
+                    await trio.sleep(seconds)
+                    break
+        await self._app(scope, receive, send)
+
+
+def in_process_transport(app: Any) -> httpx.AsyncBaseTransport:
+    """An httpx transport that calls an ASGI app (the platform's) in this task."""
+    return httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))
 
 
 class InProcessLink:
@@ -163,6 +194,7 @@ class InProcessRuntime(PlatformRuntime):
         config: the runtime configuration.
         on_joined: see :class:`InProcessLink`.
         on_left: see :class:`InProcessLink`.
+        delays: slows chosen requests down (None: none are).
     """
 
     def __init__(
@@ -174,6 +206,7 @@ class InProcessRuntime(PlatformRuntime):
         *,
         on_joined: Callable[[str], None] | None = None,
         on_left: Callable[[str], None] | None = None,
+        delays: RequestDelays | None = None,
     ) -> None:
         settings = AgentSettings(
             agent_id=agent_id,
@@ -184,7 +217,10 @@ class InProcessRuntime(PlatformRuntime):
         super().__init__(
             settings,
             config,
-            rest_options={"transport": in_process_transport(platform), "config": FAST_RETRIES},
+            rest_options={
+                "transport": in_process_transport(delays if delays is not None else platform.app),
+                "config": FAST_RETRIES,
+            },
         )
         self._platform = platform
         self._on_joined = on_joined

@@ -30,7 +30,7 @@ import trio
 import trio.testing
 
 from band_trio import Agent, AgentConfig, BandError, FrameworkAdapter
-from band_trio.testing.conformance._inprocess import InProcessRuntime
+from band_trio.testing.conformance._inprocess import InProcessRuntime, RequestDelays
 from band_trio.testing.conformance._runtime_access import (
     IN_MEMORY,
     LocalPlatform,
@@ -163,6 +163,7 @@ class _World:
             }
         )
         self._files = 0
+        self.delays = RequestDelays(platform.app)
 
     def flush(self) -> None:
         self.platform._flush()
@@ -294,18 +295,19 @@ class _World:
                 turn.request_cancel(trio.current_time(), reason)
         await self.platform.push_control(self.agent.id, mode, room_id=room_id)
 
-    def fault(self, number: int, status: int, times: int, delay: float | None) -> None:
+    def _posts(self, number: int) -> str | None:
         room_id = self.room_id(number)
-        if room_id is None:
-            return
-        self.platform.faults.add(
-            "POST",
-            rf"^/api/v1/agent/chats/{room_id}/(messages|events)/?$",
-            status,
-            times,
-            delay=delay,
-            perform=delay is not None,
-        )
+        return None if room_id is None else rf"^/api/v1/agent/chats/{room_id}/(messages|events)/?$"
+
+    def fail_posts(self, number: int, status: int, times: int) -> None:
+        path = self._posts(number)
+        if path is not None:
+            self.platform.faults.add("POST", path, status, times)
+
+    def slow_post(self, number: int, seconds: float) -> None:
+        path = self._posts(number)
+        if path is not None:
+            self.delays.add("POST", path, seconds)
 
     def stopped_rooms(self) -> list[str]:
         return [
@@ -368,6 +370,7 @@ class _AgentRunner:
             self.config,
             on_joined=self._on_joined,
             on_left=self._on_left,
+            delays=world.delays,
         )
         agent = Agent(runtime, adapter, handle_signals=False)
         self.agent = agent
@@ -470,9 +473,9 @@ async def _apply(step: Step, world: _World, runner: _AgentRunner, nursery: trio.
     elif isinstance(step, Play):
         await world.control("play", step.room)
     elif isinstance(step, ToolFailure):
-        world.fault(step.room, step.status, step.times, None)
+        world.fail_posts(step.room, step.status, step.times)
     elif isinstance(step, SlowTool):
-        world.fault(step.room, 200, 1, step.seconds)
+        world.slow_post(step.room, step.seconds)
     elif isinstance(step, Wait):
         await trio.sleep(step.seconds)
     elif isinstance(step, Restart):
