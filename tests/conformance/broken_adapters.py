@@ -164,3 +164,17 @@ class FailsToStart(Echo):
 
     async def on_started(self, agent_name: str, agent_description: str) -> None:
         raise RuntimeError("no model configured")
+
+
+class LingersAfterCancel(Echo):
+    """Keeps its turn going, shielded, for seconds after it was cancelled."""
+
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
+        try:
+            await tools.send_message(f"echo: {msg.content[:50]}", [msg.sender_id])
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(5)
+            raise

@@ -9,10 +9,12 @@ import pytest
 from hypothesis import Phase, settings
 
 from band_trio.testing.conformance import (
+    DEFAULT_INVARIANTS,
     ConformanceFailure,
     Entry,
     Interrupt,
     Post,
+    RoomIndependence,
     RunOptions,
     Scenario,
     Seed,
@@ -25,6 +27,7 @@ from band_trio.testing.conformance import (
 from tests.conformance.broken_adapters import (
     BlocksTheLoop,
     Echo,
+    LingersAfterCancel,
     RepliesTwice,
     SharedConversation,
     StrictToolConverter,
@@ -74,6 +77,15 @@ def test_a_timed_out_turn_that_swallows_cancelled_is_caught_too() -> None:
     )
 
 
+def test_lingering_after_cancellation_breaks_cancellation_honoured() -> None:
+    failure = failure_of(LingersAfterCancel, IN_FLIGHT_INTERRUPTED)
+    assert failure.invariants == {"CancellationHonoured"}
+    assert messages(failure, "CancellationHonoured") == [
+        "room 0: the turn for message '@demo/subject work' kept running 5s after it was "
+        "cancelled (interrupt); the grace is 1s"
+    ]
+
+
 def test_sharing_state_across_rooms_breaks_room_independence() -> None:
     scenario = Scenario([Post(0, "a"), Post(1, "b")], rooms=2)
     replay(SharedConversation, scenario)  # not checked unless declared deterministic
@@ -83,6 +95,10 @@ def test_sharing_state_across_rooms_breaks_room_independence() -> None:
     assert message.startswith("room 1: the agent's output differs when the other rooms are busy")
     assert "with other rooms busy: ['text: @[[demo]] I have heard 2 message(s)']" in message
     assert "room alone:            ['text: @[[demo]] I have heard 1 message(s)']" in message
+    listed = failure_of(
+        SharedConversation, scenario, invariants=[*DEFAULT_INVARIANTS, RoomIndependence()]
+    )
+    assert listed.failures == failure.failures
 
 
 def test_replying_twice_breaks_at_most_one_reply() -> None:

@@ -383,9 +383,9 @@ class RoomIndependence(Invariant):
 
     Metamorphic: the kit plays the scenario again with only one room's
     traffic and compares what the agent posted in that room. Meaningful for
-    deterministic adapters only (enable it with ``deterministic=True``); a
-    difference means state leaks between rooms (one conversation shared by
-    all rooms, a global counter...).
+    deterministic adapters only: it is checked with ``deterministic=True`` or
+    when listed in ``invariants``. A difference means state leaks between
+    rooms (one conversation shared by all rooms, a global counter...).
     """
 
     name = "RoomIndependence"

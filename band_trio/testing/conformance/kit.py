@@ -144,7 +144,8 @@ def _check(
     result = run_scenario(factory, scenario, options)
     failures = check_result(result, invariants)
     busy = _busy_rooms(scenario)
-    if deterministic and not failures and len(busy) > 1:
+    metamorphic = deterministic or any(isinstance(i, RoomIndependence) for i in invariants)
+    if metamorphic and not failures and len(busy) > 1:
         for room in busy:
             alone = run_scenario(factory, scenario.only_room(room), options)
             failures.extend(
