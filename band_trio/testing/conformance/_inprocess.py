@@ -20,14 +20,16 @@ from typing import Any
 import httpx
 import trio
 
-from band_trio import AgentConfig, AgentSettings, JoinError, PlatformRuntime
-from band_trio.testing.conformance._runtime_access import (
+from band_trio import (
+    AgentConfig,
+    AgentSettings,
     EventRejected,
-    LocalPlatform,
+    JoinError,
+    PlatformRuntime,
     RestConfig,
-    RetryPolicy,
     decode_event,
 )
+from band_trio.testing.conformance._runtime_access import LocalPlatform, RetryPolicy
 
 __all__ = ["InProcessLink", "InProcessRuntime", "RequestDelays", "in_process_transport"]
 

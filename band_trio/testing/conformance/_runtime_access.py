@@ -2,14 +2,17 @@
 
 The kit drives the real runtime (the same ``Agent``, rooms and engine an agent
 runs) against the embedded platform reached in-process, so it needs a few
-names that are not part of the root package: the push decoder, the platform's
-state model, the runtime's fixed failure texts. Keeping them here means a
-reorganisation of the core changes one module of the kit.
+names that are not part of the root package: the platform's request-body
+wrapper and file upload (to act as people in rooms without HTTP), the
+in-memory ledger marker, the runtime's fixed failure texts and the REST retry
+policy. Keeping them here means a reorganisation of the core changes one
+module of the kit. (The kit also reads the local platform's state objects:
+rooms, messages, deliveries, the WebSocket hub.)
 """
 
 from __future__ import annotations
 
-from band_trio.errors import MissingExtraError
+from band_trio import MissingExtraError
 
 try:
     import hypothesis  # noqa: F401
@@ -20,14 +23,8 @@ except ModuleNotFoundError as exc:  # installed without the `conformance` extra
 
 from band_trio.local._input import Obj
 from band_trio.local.files import upload
-from band_trio.local.model import Agent as PlatformAgent
-from band_trio.local.model import Message as PlatformMessageRecord
-from band_trio.local.model import User as PlatformUser
 from band_trio.runtime.config import IN_MEMORY
 from band_trio.runtime.room import ERROR_EVENT_TEXT, MISSING_REPLY_LABEL, MISSING_REPLY_TEXT
-from band_trio.wire.events import decode_event
-from band_trio.wire.link import EventRejected, room_topics
-from band_trio.wire.rest import RestConfig
 from band_trio.wire.retry import RetryPolicy
 
 __all__ = [
@@ -35,15 +32,8 @@ __all__ = [
     "IN_MEMORY",
     "MISSING_REPLY_LABEL",
     "MISSING_REPLY_TEXT",
-    "EventRejected",
     "LocalPlatform",
     "Obj",
-    "PlatformAgent",
-    "PlatformMessageRecord",
-    "PlatformUser",
-    "RestConfig",
     "RetryPolicy",
-    "decode_event",
-    "room_topics",
     "upload",
 ]

@@ -29,13 +29,12 @@ import attrs
 import trio
 import trio.testing
 
-from band_trio import Agent, AgentConfig, BandError, FrameworkAdapter
+from band_trio import Agent, AgentConfig, BandError, FrameworkAdapter, room_topics
 from band_trio.testing.conformance._inprocess import InProcessRuntime, RequestDelays
 from band_trio.testing.conformance._runtime_access import (
     IN_MEMORY,
     LocalPlatform,
     Obj,
-    room_topics,
     upload,
 )
 from band_trio.testing.conformance.steps import (
