@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from band_trio import BandConfigError
 from band_trio.testing import conformance
 from band_trio.testing.conformance import (
     CI_PROFILE,
@@ -290,3 +291,8 @@ def test_a_slow_tool_succeeds_late_and_a_tool_failure_refuses() -> None:
     assert first.outcome == "raised"
     assert type(first.error).__name__ == "BadRequestError"
     assert retry.outcome == "returned"
+
+
+async def test_calling_the_kit_from_inside_trio_says_how_to_call_it() -> None:
+    with pytest.raises(BandConfigError, match="call it from a synchronous test"):
+        replay(Echo, Scenario([Post(0, "hello")]))

@@ -29,7 +29,14 @@ import attrs
 import trio
 import trio.testing
 
-from band_trio import Agent, AgentConfig, BandError, FrameworkAdapter, room_topics
+from band_trio import (
+    Agent,
+    AgentConfig,
+    BandConfigError,
+    BandError,
+    FrameworkAdapter,
+    room_topics,
+)
 from band_trio.testing.conformance._inprocess import InProcessRuntime, RequestDelays
 from band_trio.testing.conformance._runtime_access import (
     IN_MEMORY,
@@ -533,7 +540,19 @@ def run_scenario(
 
     Returns:
         The result, to check with invariants (see :func:`check_result`).
+
+    Raises:
+        BandConfigError: called from inside a Trio run (an async test).
     """
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        pass  # not inside Trio: good
+    else:
+        raise BandConfigError(
+            "the conformance kit starts its own trio.run for every scenario: "
+            "call it from a synchronous test, not from inside Trio"
+        )
     options = options if options is not None else RunOptions()
     trace = Trace(agent_id="", turn_timeout=options.config.turn_timeout)
     detector = LoopBlockDetector(trace, options.block_threshold)
