@@ -7,10 +7,12 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from band_trio import BandConfigError
 from band_trio.testing import conformance
@@ -39,6 +41,7 @@ from band_trio.testing.conformance import (
     run_scenario,
     validate_langchain_messages,
 )
+from band_trio.testing.conformance.trace import LoopBlockDetector, Trace
 from tests.conformance.broken_adapters import (
     Echo,
     FailsToStart,
@@ -296,3 +299,41 @@ def test_a_slow_tool_succeeds_late_and_a_tool_failure_refuses() -> None:
 async def test_calling_the_kit_from_inside_trio_says_how_to_call_it() -> None:
     with pytest.raises(BandConfigError, match="call it from a synchronous test"):
         replay(Echo, Scenario([Post(0, "hello")]))
+
+
+def detector_run(detector_now: Callable[[], float] | None, body: Callable[[], None]) -> Trace:
+    trace = Trace(agent_id="agent", turn_timeout=None)
+    detector = (
+        LoopBlockDetector(trace, 0.25)
+        if detector_now is None
+        else LoopBlockDetector(trace, 0.25, now=detector_now)
+    )
+
+    async def main() -> None:
+        task = trio.lowlevel.current_task()
+        detector.enter(task, "room")
+        body()
+        detector.leave(task)
+
+    trio.run(main)
+    return trace
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="preemption is told apart on Linux only")
+def test_a_stretch_only_preempted_is_not_a_block() -> None:
+    # A second of wall time without CPU use or a blocking call: the process
+    # was preempted (a loaded machine), not blocked by the adapter.
+    ticks = iter([0.0, 1.0])
+    trace = detector_run(lambda: next(ticks), lambda: None)
+    assert trace.blocks == []
+
+
+def test_a_busy_loop_and_a_sleep_are_blocks() -> None:
+    def spin() -> None:
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:
+            pass
+
+    assert [b.room_id for b in detector_run(None, spin).blocks] == ["room"]
+    sleep = detector_run(None, lambda: time.sleep(0.3))
+    assert [b.room_id for b in sleep.blocks] == ["room"]

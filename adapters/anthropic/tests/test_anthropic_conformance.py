@@ -19,12 +19,14 @@ from typing import Any
 import anthropic
 import httpx2
 import trio
+from anthropic._base_client import get_platform
 from anthropic_stub import AnthropicStub, Reply, Request, message, text, tool_use
 from band_trio_anthropic import AnthropicAdapter, AnthropicHistoryConverter
 
 from band_trio.testing.conformance import (
     AdapterConformance,
     HistoryConverterConformance,
+    RunOptions,
     validate_anthropic_messages,
 )
 
@@ -87,6 +89,9 @@ class InProcessMessagesTransport(httpx2.AsyncBaseTransport):
         )
 
 
+_PLATFORM = get_platform()
+
+
 def make_adapter() -> AnthropicAdapter:
     client = anthropic.AsyncAnthropic(
         api_key="test-key",
@@ -95,6 +100,11 @@ def make_adapter() -> AnthropicAdapter:
         timeout=60.0,
         http_client=httpx2.AsyncClient(transport=InProcessMessagesTransport(ConversationStub())),
     )
+    # The client resolves its platform headers once, in a worker thread that
+    # cannot be cancelled; under the kit's virtual clock the time a thread
+    # takes is invisible, so a loaded machine could let the clock run ahead
+    # while it works. Resolved here instead, no turn waits on a thread.
+    client._platform = _PLATFORM
     return AnthropicAdapter(client=client)
 
 
@@ -103,6 +113,9 @@ class TestAnthropicAdapterConformance(AdapterConformance):
 
     def make_adapter(self) -> AnthropicAdapter:
         return make_adapter()
+
+    def make_options(self) -> RunOptions:
+        return RunOptions(autojump_threshold=0.0)
 
 
 class TestAnthropicHistoryConverterConformance(HistoryConverterConformance):

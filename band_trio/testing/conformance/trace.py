@@ -20,6 +20,13 @@ import trio
 
 from band_trio import AgentInput, AgentToolsProtocol, FrameworkAdapter, HistoryConversionError
 
+try:
+    import resource
+
+    _RUSAGE_THREAD: int | None = resource.RUSAGE_THREAD
+except (ImportError, AttributeError):  # not Linux
+    _RUSAGE_THREAD = None
+
 __all__ = [
     "Block",
     "LoopBlockDetector",
@@ -199,6 +206,13 @@ class Trace:
         return f"room {number}" if number is not None else f"room {room_id}"
 
 
+def _voluntary_switches() -> int:
+    """Times this thread gave up the CPU in a blocking call (Linux), else 0."""
+    if _RUSAGE_THREAD is None:
+        return 0
+    return int(resource.getrusage(_RUSAGE_THREAD).ru_nvcsw)
+
+
 class LoopBlockDetector(trio.abc.Instrument):
     """A Trio instrument timing (in real time) the adapter's own synchronous stretches.
 
@@ -206,6 +220,12 @@ class LoopBlockDetector(trio.abc.Instrument):
     ends at the task's next checkpoint, when it calls one of its tools, or when
     it leaves adapter code. The time spent inside a tool call (the runtime and
     the in-process platform, which stand for network I/O here) is not counted.
+
+    A stretch over the threshold counts when it used that much CPU, or when it
+    blocked in a system call (a voluntary context switch: ``time.sleep``, a
+    blocking socket). On a loaded machine a process can also be preempted for
+    that long; a stretch that only lost the CPU that way is not the adapter's
+    doing and is not counted (Linux; elsewhere every long stretch counts).
 
     Args:
         trace: where blocks are recorded.
@@ -225,17 +245,25 @@ class LoopBlockDetector(trio.abc.Instrument):
         self.adapter_tasks: dict[trio.lowlevel.Task, str | None] = {}
         self._measuring: trio.lowlevel.Task | None = None
         self._since = 0.0
+        self._cpu_since = 0.0
+        self._switches_since = 0
 
     def _start(self, task: trio.lowlevel.Task) -> None:
         self._measuring = task
         self._since = self._now()
+        self._cpu_since = time.thread_time()
+        self._switches_since = _voluntary_switches()
 
     def _finish(self, task: trio.lowlevel.Task) -> None:
         if self._measuring is not task:
             return
         self._measuring = None
         took = self._now() - self._since
-        if took > self.threshold:
+        if took <= self.threshold:
+            return
+        cpu = time.thread_time() - self._cpu_since
+        blocked = _voluntary_switches() > self._switches_since
+        if cpu > self.threshold or blocked or _RUSAGE_THREAD is None:
             self.trace.blocks.append(Block(took, task.name, self.adapter_tasks.get(task)))
 
     def enter(self, task: trio.lowlevel.Task, room_id: str | None) -> None:
