@@ -147,3 +147,74 @@ def test_public_name_resolves_and_is_documented(name: str) -> None:
 
 def test_package_is_typed() -> None:
     assert (Path(band_trio.__file__).parent / "py.typed").is_file()
+
+
+def test_conformance_kit_names_are_pinned() -> None:
+    import band_trio.testing.conformance as kit
+
+    assert set(kit.__all__) == {
+        "CI_PROFILE",
+        "DEFAULT_INVARIANTS",
+        "LONG_PROFILE",
+        "PROFILE_ENV_VAR",
+        "AdapterConformance",
+        "AdapterFactory",
+        "AddRoom",
+        "AgentKeepsServing",
+        "AtMostOneReply",
+        "CancellationHonoured",
+        "ConformanceFailure",
+        "DeleteRoom",
+        "Entry",
+        "HistoryConversion",
+        "HistoryConverterConformance",
+        "HistoryValidator",
+        "Interrupt",
+        "Invariant",
+        "Join",
+        "Leave",
+        "LifecycleHooksOnce",
+        "NoDoubleAnswerAfterRestart",
+        "NoErrorTextInRoom",
+        "NoLoopBlocking",
+        "Play",
+        "Post",
+        "ReAddAgent",
+        "RemoveAgent",
+        "Restart",
+        "RoomIndependence",
+        "RunOptions",
+        "Scenario",
+        "ScenarioResult",
+        "Seed",
+        "SerialTurns",
+        "SettledExactlyOnce",
+        "SlowTool",
+        "Step",
+        "Stop",
+        "ToolFailure",
+        "Trace",
+        "TurnRecord",
+        "Wait",
+        "check_adapter",
+        "check_history_converter",
+        "check_result",
+        "conformance_settings",
+        "history_entries",
+        "history_items",
+        "message_texts",
+        "replay",
+        "run_scenario",
+        "scenarios",
+        "steps",
+        "validate_anthropic_messages",
+        "validate_langchain_messages",
+    }
+    assert band_trio.testing.conformance is kit
+    for name in kit.__all__:
+        obj = getattr(kit, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert inspect.getdoc(obj), f"band_trio.testing.conformance.{name} has no docstring"
+    for invariant in kit.DEFAULT_INVARIANTS:
+        assert invariant.name
+        assert invariant.description

@@ -1,6 +1,9 @@
 """Testing helpers for band-trio users: the ``band_platform`` pytest fixture (a
-local Band platform per test, from :mod:`band_trio.testing.plugin`) and
-:class:`FakeAgentTools` for adapter unit tests."""
+local Band platform per test, from :mod:`band_trio.testing.plugin`),
+:class:`FakeAgentTools` for adapter unit tests, and the adapter conformance kit
+:mod:`band_trio.testing.conformance` (``AdapterConformance``, ``check_adapter``,
+``replay``, ...; it needs the ``conformance`` extra: Hypothesis and the local
+platform)."""
 
 from typing import Any
 
@@ -17,4 +20,9 @@ def __getattr__(name: str) -> Any:
         from band_trio.testing.fakes import reported_failures  # lazy: see above
 
         return reported_failures
+    if name == "conformance":
+        # Imported on first use: it needs Hypothesis and the local platform.
+        import band_trio.testing.conformance as conformance
+
+        return conformance
     raise AttributeError(f"module 'band_trio.testing' has no attribute {name!r}")
