@@ -31,6 +31,7 @@ from band_trio.adapter.failures import (
     ERROR_EVENT_TEXT,
     FAILURE_METADATA_KEY,
     GENERIC_FAILURE_MESSAGE,
+    MISSING_REPLY_LABEL,
     MISSING_REPLY_MESSAGE,
     MISSING_REPLY_TEXT,
     AgentFailure,
@@ -54,7 +55,7 @@ from band_trio.adapter.protocols import (
     Preprocessor,
     TurnJudging,
 )
-from band_trio.adapter.roster import Roster
+from band_trio.adapter.roster import Roster, available_handles, resolve_mention
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_events import (
     image_blocks_placeholder,
@@ -85,6 +86,7 @@ __all__ = [
     "EVENT_CONTENT_LIMIT",
     "FAILURE_METADATA_KEY",
     "GENERIC_FAILURE_MESSAGE",
+    "MISSING_REPLY_LABEL",
     "MISSING_REPLY_MESSAGE",
     "MISSING_REPLY_TEXT",
     "TRUNCATION_MARKER",
@@ -120,6 +122,7 @@ __all__ = [
     "TurnHooks",
     "TurnJudging",
     "Usage",
+    "available_handles",
     "emit_usage",
     "image_blocks_placeholder",
     "is_usage_event",
@@ -129,6 +132,7 @@ __all__ = [
     "render_system_prompt",
     "report_failure",
     "resolve_features",
+    "resolve_mention",
     "to_jsonable",
     "tool_call_content",
     "tool_result_content",

@@ -21,6 +21,7 @@ __all__ = [
     "ERROR_EVENT_TEXT",
     "FAILURE_METADATA_KEY",
     "GENERIC_FAILURE_MESSAGE",
+    "MISSING_REPLY_LABEL",
     "MISSING_REPLY_MESSAGE",
     "MISSING_REPLY_TEXT",
     "AgentFailure",
@@ -36,6 +37,9 @@ MISSING_REPLY_TEXT: Final = (
     "so nothing reached the room."
 )
 """What the runtime posts (provider ``band-runtime``) for a judged turn without a reply."""
+
+MISSING_REPLY_LABEL: Final = "turn ended without a reply"
+"""The error the runtime marks a judged turn without a reply failed with (never retried)."""
 
 FAILURE_METADATA_KEY: Final = "failure"
 """The metadata key of a failure report on an ``error`` event."""

@@ -3,11 +3,19 @@
 Most of it is internal: :class:`band_trio.Agent` composes it. The names below are
 the parts a user composes by hand: a :class:`PlatformRuntime` (the link and the
 REST client an :class:`~band_trio.Agent` runs on) and the
-:class:`DefaultPreprocessor` (which turns platform events into adapter input).
+:class:`DefaultPreprocessor` (which turns platform events into adapter input), and
+``IN_MEMORY``, the ``AgentConfig.state_dir`` that keeps the claims ledger in memory.
 """
 
+from band_trio.runtime.config import IN_MEMORY
 from band_trio.runtime.contact_events import ContactEventHandler, RoomSink
 from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
 
-__all__ = ["ContactEventHandler", "DefaultPreprocessor", "PlatformRuntime", "RoomSink"]
+__all__ = [
+    "IN_MEMORY",
+    "ContactEventHandler",
+    "DefaultPreprocessor",
+    "PlatformRuntime",
+    "RoomSink",
+]

@@ -28,6 +28,7 @@ from typing import Final
 
 import attrs
 
+from band_trio.adapter.failures import MISSING_REPLY_LABEL
 from band_trio.errors import InputNotAccepted, RoomExecutionStoppedError
 from band_trio.runtime.claims import Attempt
 from band_trio.runtime.drain import MessageOutcome
@@ -52,9 +53,6 @@ __all__ = [
     "settle",
     "settle_exhausted",
 ]
-
-MISSING_REPLY_LABEL: Final = "turn ended without a reply"
-"""The failed mark's label for a judged turn that answered nothing."""
 
 TIMEOUT_LABEL: Final = "TurnTimeout"
 """The failed mark's label for a turn that outlived ``AgentConfig.turn_timeout``."""

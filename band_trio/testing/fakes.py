@@ -21,13 +21,21 @@ from typing import Any
 import attrs
 import trio
 
-from band_trio.adapter.capabilities import ToolEffect
-from band_trio.adapter.content import is_visible, truncate_event_content
-from band_trio.adapter.failures import AgentFailure
-from band_trio.adapter.roster import Roster, available_handles, resolve_mention
-from band_trio.adapter.tool_protocol import AgentToolsProtocol, CustomToolSet
-from band_trio.adapter.tool_results import ToolErrorKind, ToolResult, to_jsonable
-from band_trio.adapter.turns import TurnHooks
+from band_trio.adapter import (
+    AgentFailure,
+    AgentToolsProtocol,
+    CustomToolSet,
+    Roster,
+    ToolEffect,
+    ToolErrorKind,
+    ToolResult,
+    TurnHooks,
+    available_handles,
+    is_visible,
+    resolve_mention,
+    to_jsonable,
+    truncate_event_content,
+)
 from band_trio.errors import (
     BandToolError,
     RoomExecutionStoppedError,

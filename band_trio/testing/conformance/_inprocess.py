@@ -23,20 +23,30 @@ import trio
 from band_trio import (
     AgentConfig,
     AgentSettings,
-    EventRejected,
+)
+from band_trio.errors import (
     JoinError,
+)
+from band_trio.runtime import (
     PlatformRuntime,
+)
+from band_trio.testing.conformance._runtime_access import LocalPlatform, RetryPolicy
+from band_trio.wire import (
+    EventRejected,
     RestConfig,
     decode_event,
 )
-from band_trio.testing.conformance._runtime_access import LocalPlatform, RetryPolicy
 
 __all__ = ["InProcessLink", "InProcessRuntime", "RequestDelays", "in_process_transport"]
 
 REST_ORIGIN = "http://band.in-process"
 """The origin the agent's REST client believes it talks to (never resolved)."""
 
-FAST_RETRIES = RestConfig(retry=RetryPolicy(backoff_base=0.05, backoff_cap=1.0, jitter=0.0))
+FAST_RETRIES = RestConfig(
+    retry=RetryPolicy(backoff_base=0.05, backoff_cap=1.0, jitter=0.0),
+    # The origin is never resolved: requests go to the platform's ASGI app in process.
+    allow_insecure_transport=True,
+)
 """REST retries without jitter and short (virtual) waits: deterministic runs."""
 
 

@@ -12,7 +12,9 @@ rooms, messages, deliveries, the WebSocket hub.)
 
 from __future__ import annotations
 
-from band_trio import MissingExtraError
+from band_trio import (
+    MissingExtraError,
+)
 
 try:
     import hypothesis  # noqa: F401
@@ -21,11 +23,11 @@ try:
 except ModuleNotFoundError as exc:  # installed without the `conformance` extra
     raise MissingExtraError("conformance", "the adapter conformance kit") from exc
 
+from band_trio.adapter import ERROR_EVENT_TEXT, MISSING_REPLY_LABEL, MISSING_REPLY_TEXT
 from band_trio.local._input import Obj
 from band_trio.local.files import upload
-from band_trio.runtime.config import IN_MEMORY
-from band_trio.runtime.room import ERROR_EVENT_TEXT, MISSING_REPLY_LABEL, MISSING_REPLY_TEXT
-from band_trio.wire.retry import RetryPolicy
+from band_trio.runtime import IN_MEMORY
+from band_trio.wire import RetryPolicy
 
 __all__ = [
     "ERROR_EVENT_TEXT",

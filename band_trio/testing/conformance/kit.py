@@ -25,7 +25,12 @@ import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from band_trio import AgentConfig, BandError, FrameworkAdapter, HistoryConverter
+from band_trio import (
+    AgentConfig,
+    BandError,
+    FrameworkAdapter,
+    HistoryConverter,
+)
 from band_trio.testing.conformance.invariants import (
     DEFAULT_INVARIANTS,
     Invariant,

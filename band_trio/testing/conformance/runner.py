@@ -35,7 +35,6 @@ from band_trio import (
     BandConfigError,
     BandError,
     FrameworkAdapter,
-    room_topics,
 )
 from band_trio.testing.conformance._inprocess import InProcessRuntime, RequestDelays
 from band_trio.testing.conformance._runtime_access import (
@@ -64,6 +63,9 @@ from band_trio.testing.conformance.steps import (
     Wait,
 )
 from band_trio.testing.conformance.trace import LoopBlockDetector, ObservedAdapter, Trace
+from band_trio.wire import (
+    room_topics,
+)
 
 __all__ = ["AdapterFactory", "RunOptions", "ScenarioResult", "run_scenario"]
 

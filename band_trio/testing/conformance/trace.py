@@ -13,12 +13,23 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 import trio
 
-from band_trio import AgentInput, AgentToolsProtocol, FrameworkAdapter, HistoryConversionError
+from band_trio import (
+    AgentToolsProtocol,
+    FrameworkAdapter,
+    HistoryConversionError,
+)
+from band_trio.adapter import (
+    AgentInput,
+    AllRoomsCleanup,
+    CustomToolSet,
+    InterruptHandler,
+    TurnJudging,
+)
 
 try:
     import resource
@@ -326,10 +337,18 @@ class ObservedTools:
         turn.tool_calls.append(call)
         return call
 
-    async def send_message(self, content: str, mentions: Sequence[str]) -> Any:
+    async def send_message(
+        self,
+        content: str,
+        mentions: Sequence[str],
+        *,
+        attachment_ids: Sequence[str] | None = None,
+    ) -> Any:
         call = self._begin("send_message", content)
         with self._outside_adapter():
-            result = await self._inner.send_message(content, mentions)
+            result = await self._inner.send_message(
+                content, mentions, attachment_ids=attachment_ids
+            )
         call.ok = True
         if result is not None:
             self._turn.replies.append(content)
@@ -345,9 +364,13 @@ class ObservedTools:
         return result
 
     async def execute_tool_call(
-        self, name: str, args: Mapping[str, Any], *, custom_tools: Any = None
+        self,
+        name: str,
+        args: Mapping[str, Any] | None,
+        *,
+        custom_tools: CustomToolSet | None = None,
     ) -> Any:
-        content = args.get("content") if name == "band_send_message" else None
+        content = (args or {}).get("content") if name == "band_send_message" else None
         call = self._begin(f"tool:{name}", content if isinstance(content, str) else None)
         with self._outside_adapter():
             result = await self._inner.execute_tool_call(name, args, custom_tools=custom_tools)
@@ -393,13 +416,11 @@ class ObservedAdapter:
         self._run = run
         self._detector = detector
         self._validator = validator
-        self.judges_turns = bool(getattr(inner, "judges_turns", False))
-        hook = getattr(inner, "on_interrupt", None)
-        if callable(hook):
-            self.on_interrupt = hook
-        cleanup_all = getattr(inner, "cleanup_all", None)
-        if callable(cleanup_all):
-            self.cleanup_all = cleanup_all
+        self.judges_turns = isinstance(inner, TurnJudging) and inner.judges_turns
+        if isinstance(inner, InterruptHandler):
+            self.on_interrupt = inner.on_interrupt
+        if isinstance(inner, AllRoomsCleanup):
+            self.cleanup_all = inner.cleanup_all
 
     def _enter(self, room_id: str | None) -> trio.lowlevel.Task:
         task = trio.lowlevel.current_task()
@@ -459,7 +480,10 @@ class ObservedAdapter:
         if trace.turn_timeout is not None:
             turn.request_cancel(turn.started_at + trace.turn_timeout, "timeout")
         trace.turns.append(turn)
-        observed = attrs.evolve(inp, tools=ObservedTools(inp.tools, turn, self._detector))
+        # ObservedTools declares the recorded calls and passes every other tool
+        # through to the real one (__getattr__), which a protocol check cannot see.
+        observed_tools = cast(AgentToolsProtocol, ObservedTools(inp.tools, turn, self._detector))
+        observed = attrs.evolve(inp, tools=observed_tools)
         task = self._enter(inp.room_id)
         cancelled = False
         try:
