@@ -20,7 +20,6 @@ surfaces as one typed error, never an ``ExceptionGroup`` of one.
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Any
 import attrs
 import trio
 
+from band_trio._logging import get_logger, log_context
 from band_trio._util import one_error
 from band_trio.adapter.protocols import AllRoomsCleanup, FrameworkAdapter, Preprocessor
 from band_trio.adapter.simple import SimpleAdapter
@@ -51,7 +51,7 @@ from band_trio.wire.rest import RestClient
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
 
-logger = logging.getLogger("band_trio.agent")
+logger = get_logger("band_trio.agent")
 
 _LINK_BUFFER = 256
 """Events the link may queue for the dispatcher (which never blocks, so this
@@ -274,7 +274,7 @@ class Agent:
         self._serving = True
         self._shutdown_requested = trio.Event()
         try:
-            with one_error():
+            with one_error(), log_context(agent_id=self.runtime.agent_id):
                 await self._serve_guarded(task_status)
         finally:
             self._serving = False

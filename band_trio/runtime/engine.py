@@ -25,12 +25,12 @@ other rooms' hooks. Errors are logged and swallowed.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 import trio
 
+from band_trio._logging import get_logger, log_context
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.adapter.protocols import InterruptHandler
 from band_trio.errors import BandError
@@ -44,7 +44,7 @@ from band_trio.wire.link import LinkEvent, room_topics
 
 __all__ = ["AgentEngine", "EngineStatistics"]
 
-logger = logging.getLogger("band_trio.runtime.engine")
+logger = get_logger("band_trio.runtime.engine")
 
 _LEAVE_TIMEOUT = 5.0
 _CONTACT_BUFFER = 256
@@ -228,6 +228,12 @@ class AgentEngine:
         slot.scope.cancel()
 
     async def _run_room(self, slot: _RoomSlot) -> None:
+        # Every record of the room's work (its turns, REST calls, cleanup)
+        # carries its id; tasks the room starts inherit it.
+        with log_context(room_id=slot.room.room_id):
+            await self._run_room_in_context(slot)
+
+    async def _run_room_in_context(self, slot: _RoomSlot) -> None:
         room = slot.room
         room_id = room.room_id
         served = False

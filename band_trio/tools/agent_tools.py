@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import trio
 
+from band_trio._logging import get_logger
 from band_trio.adapter.capabilities import ToolEffect
 from band_trio.adapter.content import is_visible, truncate_event_content
 from band_trio.adapter.failures import AgentFailure
@@ -76,7 +76,7 @@ from band_trio.wire.rest import RestClient
 
 __all__ = ["EVENT_MESSAGE_TYPES", "AgentTools"]
 
-logger = logging.getLogger("band_trio.tools")
+logger = get_logger("band_trio.tools")
 
 EVENT_MESSAGE_TYPES = frozenset(
     {"tool_call", "tool_result", "thought", "error", "task", "attention"}

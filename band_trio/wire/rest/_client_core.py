@@ -17,7 +17,6 @@ redirect that leaves the base URL's origin.
 from __future__ import annotations
 
 import json
-import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -31,6 +30,7 @@ import cattrs
 import httpx
 import trio
 
+from band_trio._logging import get_logger
 from band_trio._version import __version__
 from band_trio.errors import (
     APIStatusError,
@@ -64,7 +64,7 @@ __all__ = [
     "path_segment",
 ]
 
-logger = logging.getLogger("band_trio.wire.rest")
+logger = get_logger("band_trio.wire.rest")
 
 T = TypeVar("T")
 
