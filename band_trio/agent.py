@@ -10,16 +10,31 @@ Three ways to run one, all structured (no background work outlives them)::
     async with band_trio.open_agent(adapter=..., ...) as agent:
         ...                                     # the agent runs for the block
 
-Shutdown is graceful in every case (a signal, cancelling ``serve``, leaving the
-``open_agent`` block): intake is fenced in every room at once, running turns get
-ONE global deadline (``AgentConfig.shutdown_timeout``) to finish, the rest are
-cancelled, every room's ``on_cleanup`` and the adapter's ``cleanup_all`` (when
-it has one) run shielded under ``AgentConfig.cleanup_timeout``. A failure
-surfaces as one typed error, never an ``ExceptionGroup`` of one.
+Two ways to stop, as everywhere in Trio:
+
+* **Graceful** (:meth:`Agent.request_shutdown`, SIGTERM or a first SIGINT when
+  the agent handles signals): intake is fenced in every room at once, running
+  turns get ONE global deadline (``AgentConfig.shutdown_timeout``) to finish,
+  the rest are cancelled, every room's ``on_cleanup`` and then the adapter's
+  ``cleanup_all`` (when it has one) run shielded, each under
+  ``AgentConfig.cleanup_timeout``; ``serve`` returns normally.
+* **Cancellation means now** (cancelling the scope that runs ``serve``,
+  leaving the ``open_agent`` block, or a second SIGINT during a graceful
+  drain): running turns are cancelled at once, their messages stay
+  ``processing`` on the platform and run again at the next start (a cancelled
+  turn is never settled, so never settled twice, and its attempt is not
+  charged); the rooms' ``on_cleanup`` calls share one deadline,
+  ``cleanup_timeout`` from the cancellation, then ``cleanup_all`` gets its own
+  ``cleanup_timeout``. With cleanup hooks that return promptly, ``serve``
+  returns (re-raising the cancellation) without waiting for anything else.
+
+A failure surfaces as one typed error, never an ``ExceptionGroup`` of one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import signal
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -131,6 +146,16 @@ class AgentStatistics:
     replies_recovered: int = 0
 
 
+class _Cause(enum.Enum):
+    """Why serve is shutting down."""
+
+    REQUESTED = "requested"  # request_shutdown() or a first signal: drain gracefully
+    CANCELLED = "cancelled"  # the caller cancelled serve: cancel the turns now
+
+
+_Signals = AsyncIterator[int]
+
+
 @attrs.define
 class _RunState:
     started: bool = False
@@ -150,8 +175,16 @@ class Agent:
         contact_config: how contact events are handled (callback, hub room,
             broadcasts to rooms); None or DISABLED without broadcasts means the
             agent does not subscribe to them.
-        handle_signals: while serving in the main thread, SIGINT and SIGTERM
-            start a graceful shutdown (``serve`` then returns normally).
+        handle_signals: whether ``serve`` handles SIGINT and SIGTERM (main
+            thread only): the first starts a graceful shutdown (``serve`` then
+            returns normally), a second one cancels the running turns at once.
+            None (the default, the same for :meth:`create` and
+            :func:`open_agent`) handles them only when ``serve`` is the
+            program's main task, as in ``trio.run(agent.serve)``; an agent
+            started with ``nursery.start(agent.serve)`` or ``open_agent``
+            leaves them to the application that embeds it (Ctrl+C then raises
+            ``KeyboardInterrupt`` there, as in any Trio program, and the
+            application decides). True or False forces the choice.
         on_participant_added: ``async (room_id, ParticipantAdded)`` awaited
             in the room after its roster took the event; errors are logged and
             swallowed, a call is cancelled after 10 s.
@@ -169,7 +202,7 @@ class Agent:
         preprocessor: Preprocessor | None = None,
         *,
         contact_config: ContactEventConfig | None = None,
-        handle_signals: bool = True,
+        handle_signals: bool | None = None,
         on_participant_added: ParticipantCallback | None = None,
         on_participant_removed: ParticipantCallback | None = None,
     ) -> None:
@@ -212,7 +245,7 @@ class Agent:
         preprocessor: Preprocessor | None = None,
         config: AgentConfig | None = None,
         contact_config: ContactEventConfig | None = None,
-        handle_signals: bool = True,
+        handle_signals: bool | None = None,
         on_participant_added: ParticipantCallback | None = None,
         on_participant_removed: ParticipantCallback | None = None,
     ) -> Agent:
@@ -247,7 +280,11 @@ class Agent:
     # ------------------------------------------------------------------ running
 
     def request_shutdown(self) -> None:
-        """Ask a serving agent to shut down gracefully (``serve`` then returns)."""
+        """Ask a serving agent to shut down gracefully (``serve`` then returns).
+
+        Never blocks. Running turns get ``AgentConfig.shutdown_timeout`` to
+        finish; cancel ``serve`` to stop waiting for them.
+        """
         self._shutdown_requested.set()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -257,8 +294,18 @@ class Agent:
         existing rooms are joined (their ``/next`` backlog drains after that).
 
         Returns normally after a graceful shutdown requested by a signal or
-        :meth:`request_shutdown`; re-raises the cancellation when cancelled (after
-        shutting down gracefully).
+        :meth:`request_shutdown` (running turns get ``shutdown_timeout`` to
+        finish).
+
+        Cancellation:
+            Cancelling ``serve`` cancels the running turns at once (their
+            messages are left ``processing`` for the next start, never settled
+            twice), runs the cleanup hooks shielded under short deadlines
+            (every room's ``on_cleanup`` by ``cleanup_timeout`` after the
+            cancellation, then ``cleanup_all`` under its own
+            ``cleanup_timeout``) and re-raises the cancellation. A cancellation
+            during a graceful drain turns it into this at once; so does a
+            second SIGINT or SIGTERM when the agent handles signals.
 
         Raises:
             AgentAlreadyRunningError: another agent holds this agent's state
@@ -387,11 +434,11 @@ class Agent:
                             len(engine.serving_rooms()),
                         )
                         task_status.started()
-                        await self._wait_for_shutdown(outer_cancelled)
-                        # Graceful shutdown, under one hard bound.
-                        now = trio.current_time()
-                        body.deadline = now + cfg.shutdown_timeout + 2 * cfg.cleanup_timeout + 1
-                        graceful = await engine.shutdown(now + cfg.shutdown_timeout)
+                        with self._signal_receiver() as signals:
+                            cause = await self._wait_for_shutdown(outer_cancelled, signals)
+                            graceful = await self._shut_down(
+                                engine, body, cause, outer_cancelled, signals
+                            )
                         logger.info(
                             "agent %s stopped (%s)",
                             agent_id,
@@ -402,6 +449,59 @@ class Agent:
                     await self._adapter_cleanup()
         finally:
             ledger.close()
+
+    async def _shut_down(
+        self,
+        engine: AgentEngine,
+        body: trio.CancelScope,
+        cause: _Cause,
+        outer_cancelled: trio.Event,
+        signals: _Signals | None,
+    ) -> bool:
+        """Drain gracefully, or cancel the turns at once; the drain turns into
+        the forced path as soon as the caller cancels or a second signal comes.
+
+        Returns:
+            True when every running turn finished by itself.
+        """
+        cfg = self.runtime.config
+        now = trio.current_time()
+
+        def force() -> None:
+            engine.force()
+            forced = engine.forced_deadline
+            assert forced is not None
+            # Turns and room cleanups end by ``forced``; cleanup_all gets one
+            # more cleanup_timeout; the second is margin for closing the client.
+            body.deadline = min(body.deadline, forced + cfg.cleanup_timeout + 1)
+
+        # The hard bound of a graceful shutdown: the drain, the rooms' cleanups
+        # (concurrent), then the adapter's cleanup_all.
+        body.deadline = now + cfg.shutdown_timeout + 2 * cfg.cleanup_timeout + 2
+        if cause is _Cause.CANCELLED:
+            force()
+            return await engine.shutdown(now)
+        async with trio.open_nursery() as watch:
+
+            async def force_when_cancelled() -> None:
+                await outer_cancelled.wait()
+                force()
+
+            async def force_on_second_signal(receiver: _Signals) -> None:
+                async for signum in receiver:
+                    logger.warning(
+                        "received %s again; cancelling the running turns now",
+                        signal.Signals(signum).name,
+                    )
+                    force()
+                    return
+
+            watch.start_soon(force_when_cancelled)
+            if signals is not None:
+                watch.start_soon(force_on_second_signal, signals)
+            graceful = await engine.shutdown(now + cfg.shutdown_timeout)
+            watch.cancel_scope.cancel()
+        return graceful
 
     async def _subscribe_contacts(self, link: BandLink, agent_id: str) -> None:
         topic = f"agent_contacts:{agent_id}"
@@ -422,24 +522,55 @@ class Agent:
                 await trio.sleep(delays[attempt])
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _wait_for_shutdown(self, outer_cancelled: trio.Event) -> None:
+    def _signal_receiver(self) -> contextlib.AbstractContextManager[_Signals | None]:
+        """SIGINT and SIGTERM for the whole shutdown (a second one forces), when
+        this agent handles signals; else nothing."""
+        if self._handles_signals():
+            return trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
+        return contextlib.nullcontext()
+
+    def _handles_signals(self) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if self.handle_signals is not None:
+            return self.handle_signals
+        # The default: only when serve is the program's main task, as in
+        # ``trio.run(agent.serve)``. An agent started in a nursery (or by
+        # open_agent) leaves the signals to the application that embeds it.
+        task = trio.lowlevel.current_task()
+        return task.parent_nursery is not None and (
+            task.parent_nursery.parent_task is trio.lowlevel.current_root_task()
+        )
+
+    async def _wait_for_shutdown(
+        self, outer_cancelled: trio.Event, signals: _Signals | None
+    ) -> _Cause:
+        causes: list[_Cause] = []
         async with trio.open_nursery() as nursery:
 
-            async def wait_event(event: trio.Event) -> None:
-                await event.wait()
+            def stop(cause: _Cause) -> None:
+                causes.append(cause)
                 nursery.cancel_scope.cancel()
 
-            nursery.start_soon(wait_event, outer_cancelled)
-            nursery.start_soon(wait_event, self._shutdown_requested)
-            if self.handle_signals and threading.current_thread() is threading.main_thread():
-                nursery.start_soon(self._wait_for_signal, nursery.cancel_scope)
+            async def wait_event(event: trio.Event, cause: _Cause) -> None:
+                await event.wait()
+                stop(cause)
 
-    async def _wait_for_signal(self, scope: trio.CancelScope) -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                logger.info("received %s; shutting down", signal.Signals(signum).name)
-                scope.cancel()
-                return
+            async def wait_signal(receiver: _Signals) -> None:
+                async for signum in receiver:
+                    logger.info(
+                        "received %s; shutting down (send it again to cancel running turns)",
+                        signal.Signals(signum).name,
+                    )
+                    stop(_Cause.REQUESTED)
+                    return
+
+            nursery.start_soon(wait_event, outer_cancelled, _Cause.CANCELLED)
+            nursery.start_soon(wait_event, self._shutdown_requested, _Cause.REQUESTED)
+            if signals is not None:
+                nursery.start_soon(wait_signal, signals)
+        # Cancellation wins over a request that came at the same moment.
+        return _Cause.CANCELLED if _Cause.CANCELLED in causes else causes[0]
 
     async def _adapter_cleanup(self) -> None:
         adapter = self.adapter
@@ -524,15 +655,18 @@ async def open_agent(
     preprocessor: Preprocessor | None = None,
     config: AgentConfig | None = None,
     contact_config: ContactEventConfig | None = None,
-    handle_signals: bool = False,
+    handle_signals: bool | None = None,
     on_participant_added: ParticipantCallback | None = None,
     on_participant_removed: ParticipantCallback | None = None,
 ) -> AsyncIterator[Agent]:
     """Run an agent for the duration of the block.
 
-    The block starts once the agent is connected and its rooms are joined; on
-    exit the agent shuts down gracefully. Arguments are those of
-    :meth:`Agent.create`.
+    The block starts once the agent is connected and its rooms are joined.
+    Leaving the block normally shuts the agent down gracefully (running turns
+    get ``shutdown_timeout`` to finish, as with :meth:`Agent.request_shutdown`);
+    leaving it by an exception or a cancellation cancels the running turns at
+    once (see :meth:`Agent.serve`). Arguments are those of
+    :meth:`Agent.create`; signals are left to the application by default.
 
     Raises:
         The one real error of the agent or of the block (never an
@@ -556,5 +690,7 @@ async def open_agent(
             await nursery.start(agent.serve)
             try:
                 yield agent
-            finally:
+            except BaseException:
                 nursery.cancel_scope.cancel()
+                raise
+            agent.request_shutdown()
