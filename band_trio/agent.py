@@ -251,19 +251,33 @@ class Agent:
     ) -> Agent:
         """Build an agent; each setting not given is read from the environment.
 
-        ``BAND_AGENT_ID``, ``BAND_API_KEY``, ``BAND_REST_URL`` and ``BAND_WS_URL``
-        (see :meth:`~band_trio.runtime.config.AgentSettings.from_env`). The
-        other arguments are those of :class:`Agent`; ``config.conflict_policy``
-        chooses what happens when another connection for the agent is live.
+        Explicit arguments first, then the environment, then the defaults:
+
+        * ``agent_id``, ``api_key``, ``rest_url``, ``ws_url``: else
+          ``BAND_AGENT_ID``, ``BAND_API_KEY``, ``BAND_REST_URL``,
+          ``BAND_WS_URL`` (see
+          :meth:`~band_trio.runtime.config.AgentSettings.from_env`);
+        * ``config``: when None, :meth:`AgentConfig.from_env` builds it, so any
+          ``BAND_<FIELD>`` (``BAND_TURN_TIMEOUT=120``,
+          ``BAND_STATE_DIR=/var/lib/agent``...) overrides the default. A
+          ``config`` given is used as it is (the environment is not read for
+          it); to combine both, pass ``AgentConfig.from_env(max_attempts=5)``,
+          where the keyword arguments win.
+
+        The other arguments are those of :class:`Agent`;
+        ``config.conflict_policy`` chooses what happens when another
+        connection for the agent is live.
 
         Raises:
-            BandConfigError: a setting is missing or invalid (the message names
-                it and never contains the key).
+            BandConfigError: a setting is missing or invalid, in an argument
+                or a variable (the message names it and never contains the key).
         """
         settings = AgentSettings.from_env(
             agent_id=agent_id, api_key=api_key, rest_url=rest_url, ws_url=ws_url
         )
-        runtime = PlatformRuntime(settings, config if config is not None else AgentConfig())
+        if config is None:
+            config = AgentConfig.from_env()
+        runtime = PlatformRuntime(settings, config)
         return cls(
             runtime,
             adapter,
