@@ -58,11 +58,12 @@ from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatistics
+from band_trio.runtime.turn_durations import TurnDurations, TurnDurationStatistics
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
-from band_trio.wire.link import BandLink
+from band_trio.wire.link import BandLink, LinkStatistics
 from band_trio.wire.models import AgentMe, ChatParticipant
-from band_trio.wire.rest import RestClient
+from band_trio.wire.rest import RestClient, RestStatistics
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
 
@@ -124,6 +125,13 @@ class AgentStatistics:
         per_room: each served room's statistics.
         replies_recovered: messages found already answered on the platform
             after a reply post with no known outcome (acked, not run again).
+        turn_durations: how long message turns take: percentiles over the
+            most recent turns (a fixed-size window), the count and the
+            longest since the agent started.
+        link: the WebSocket link's counters (connects, reconnects, frames,
+            heartbeats...), or None when not serving.
+        rest: the REST client's counters (calls, retries, errors, requests in
+            flight and queued), or None when not serving.
     """
 
     serving: bool
@@ -144,6 +152,9 @@ class AgentStatistics:
     control_signals: int
     per_room: tuple[RoomStatistics, ...]
     replies_recovered: int = 0
+    turn_durations: TurnDurationStatistics = attrs.field(factory=TurnDurationStatistics)
+    link: LinkStatistics | None = None
+    rest: RestStatistics | None = None
 
 
 class _Cause(enum.Enum):
@@ -230,6 +241,8 @@ class Agent:
         self.agent_description: str | None = None
         self._engine: AgentEngine | None = None
         self._link: BandLink | None = None
+        self._rest: RestClient | None = None
+        self._turn_durations = TurnDurations()
         self._serving = False
         self._shutdown_requested = trio.Event()
 
@@ -334,6 +347,7 @@ class Agent:
             raise BandConfigError("this agent is already serving")
         self._serving = True
         self._shutdown_requested = trio.Event()
+        self._turn_durations = TurnDurations()
         try:
             with one_error(), log_context(agent_id=self.runtime.agent_id):
                 await self._serve_guarded(task_status)
@@ -341,6 +355,7 @@ class Agent:
             self._serving = False
             self._engine = None
             self._link = None
+            self._rest = None
 
     async def _serve_guarded(self, task_status: trio.TaskStatus[None]) -> None:
         # The body runs shielded so that cancelling serve() becomes a graceful
@@ -412,7 +427,9 @@ class Agent:
                         unserved=unserved,
                     )
 
+                self._rest = rest
                 services = RoomServices(
+                    turn_durations=self._turn_durations,
                     agent_id=agent_id,
                     rest=rest,
                     ledger=ledger,
@@ -600,7 +617,12 @@ class Agent:
     # ------------------------------------------------------------------ observing
 
     def statistics(self) -> AgentStatistics:
-        """The agent's counters now (zeros when not serving)."""
+        """The agent's counters now (zeros when not serving).
+
+        Besides the rooms' counters it reaches the link's and the REST
+        client's statistics, and reports turn duration percentiles (over a
+        fixed-size window of recent turns, so memory stays bounded).
+        """
         engine = self._engine
         if engine is None:
             return AgentStatistics(
@@ -643,6 +665,9 @@ class Agent:
             control_signals=es.control_applied,
             per_room=rooms,
             replies_recovered=sum(r.replies_recovered for r in rooms),
+            turn_durations=self._turn_durations.statistics(),
+            link=self._link.statistics() if self._link is not None else None,
+            rest=self._rest.statistics() if self._rest is not None else None,
         )
 
     def room_statistics(self, room_id: str) -> RoomStatistics | None:

@@ -43,6 +43,7 @@ from typing import Final
 import trio
 
 from band_trio._logging import get_logger, log_context
+from band_trio._tracing import span
 from band_trio.adapter.failures import ERROR_EVENT_TEXT, MISSING_REPLY_TEXT
 from band_trio.adapter.messages import HistoryProvider, PlatformMessage
 from band_trio.adapter.protocols import TurnJudging
@@ -581,6 +582,14 @@ class Room:
             ledger.release(claim)
 
     async def _run_turn(self, ev: MessageCreated, claim: Claim, attempt: Attempt) -> MessageOutcome:
+        # With tracing on, the turn is one span; its REST and tool calls
+        # (made in this task or in tasks it starts) are its children.
+        with span("band.turn", {"band.turn.attempt": attempt.number}):
+            return await self._run_claimed_turn(ev, claim, attempt)
+
+    async def _run_claimed_turn(
+        self, ev: MessageCreated, claim: Claim, attempt: Attempt
+    ) -> MessageOutcome:
         ledger = self._ledger
         charged = False
         try:
@@ -626,11 +635,13 @@ class Room:
             )
             assert self._schedule is not None
             self._schedule.note_work(trio.current_time())
+            started = trio.current_time()
             try:
                 end, error = await self._execute(turn, ev, history)
             finally:
                 self._turn = None
                 turn.done.set()
+            self._svc.turn_durations.record(trio.current_time() - started)
             charged = settlement.charges_attempt(end)
             if (
                 settlement.may_have_replied(end)

@@ -19,6 +19,7 @@ from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.room_rest import RuntimeRest
 from band_trio.runtime.running_turn import RunningTurn
+from band_trio.runtime.turn_durations import TurnDurations
 from band_trio.wire.models import ChatParticipant
 
 __all__ = [
@@ -61,6 +62,7 @@ class RoomServices:
             participant in the room's roster.
         on_participant_removed: awaited with ``(room_id, ParticipantRemoved)``
             after the roster dropped the participant.
+        turn_durations: where every room records its turns' durations.
     """
 
     agent_id: str
@@ -74,6 +76,7 @@ class RoomServices:
     hub_room_id: Callable[[], str | None] = lambda: None
     on_participant_added: ParticipantCallback | None = None
     on_participant_removed: ParticipantCallback | None = None
+    turn_durations: TurnDurations = attrs.field(factory=TurnDurations)
 
 
 @attrs.frozen
