@@ -7,6 +7,7 @@ time), not the speed of the machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -15,8 +16,9 @@ import pytest
 import trio
 import trio.testing
 
-from band_trio import Agent, AgentConfig, SimpleAdapter
+from band_trio import Agent, AgentConfig, SimpleAdapter, open_agent
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage
+from band_trio.local import HumanClient, LocalPlatform
 
 from .platform_fakes import FakePlatform, FakeRuntime
 
@@ -201,3 +203,86 @@ async def test_first_signal_drains_and_a_second_one_forces(
     assert trio.current_time() - forced_at < 1.0
     assert adapter.cancelled == 1
     assert platform.settled(mid) == []
+
+
+class Gate(SimpleAdapter[HistoryProvider]):
+    """Turns wait for ``release``, then reply."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = trio.Event()
+        self.running = trio.Event()
+        self.cancelled = 0
+
+    async def on_message(
+        self,
+        msg: PlatformMessage,
+        tools: AgentToolsProtocol,
+        history: HistoryProvider,
+        participants_msg: str | None,
+        contacts_msg: str | None,
+        *,
+        is_session_bootstrap: bool,
+        room_id: str,
+    ) -> None:
+        self.running.set()
+        try:
+            await self.release.wait()
+        except trio.Cancelled:
+            self.cancelled += 1
+            raise
+        await tools.send_message(f"done: {msg.content}", [msg.sender_id])
+
+
+async def _open_agent_with_a_running_turn(
+    platform: LocalPlatform, adapter: Gate, *, fail: bool
+) -> str:
+    creds = platform.agents[0]
+    async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
+        room = await human.create_room(title="embedded")
+        room_id = str(room["id"])
+        await human.add_participant(room_id, creds.id)
+        async with trio.open_nursery() as outer:
+            with contextlib.suppress(LookupError):
+                async with open_agent(
+                    adapter=adapter,
+                    agent_id=creds.id,
+                    api_key=creds.api_key,
+                    rest_url=platform.rest_url,
+                    ws_url=platform.ws_url,
+                    config=AgentConfig(state_dir=None, shutdown_timeout=20.0),
+                ):
+                    sent = await human.post_message(
+                        room_id, f"@{creds.handle} hi", mentions=[creds.handle]
+                    )
+                    await adapter.running.wait()
+
+                    async def release_later() -> None:
+                        await trio.sleep(0.3)
+                        adapter.release.set()
+
+                    outer.start_soon(release_later)
+                    if fail:
+                        raise LookupError("the application failed")
+        room_state = platform.state.rooms[room_id]
+        return str(room_state.by_id[str(sent["id"])].deliveries[creds.id].status)
+
+
+async def test_leaving_open_agent_normally_lets_the_turn_finish(
+    band_platform: LocalPlatform,
+) -> None:
+    adapter = Gate()
+    with trio.fail_after(30):
+        status = await _open_agent_with_a_running_turn(band_platform, adapter, fail=False)
+    assert adapter.cancelled == 0
+    assert "processed" in status
+
+
+async def test_an_error_leaving_open_agent_cancels_the_turn_at_once(
+    band_platform: LocalPlatform,
+) -> None:
+    adapter = Gate()
+    with trio.fail_after(30):
+        status = await _open_agent_with_a_running_turn(band_platform, adapter, fail=True)
+    assert adapter.cancelled == 1
+    assert "processing" in status
