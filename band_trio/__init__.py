@@ -26,6 +26,7 @@ its subpackage, each with a pinned surface of its own:
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
+from band_trio._logging import configure_logging
 from band_trio._version import __version__
 from band_trio.adapter import (
     AdapterFeatures,
@@ -106,6 +107,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author does with them
     "ConflictPolicy",
     "RoomStatistics",
     "__version__",
+    "configure_logging",
     "open_agent",
     # writing an adapter
     "AdapterFeatures",

@@ -10,17 +10,31 @@ Three ways to run one, all structured (no background work outlives them)::
     async with band_trio.open_agent(adapter=..., ...) as agent:
         ...                                     # the agent runs for the block
 
-Shutdown is graceful in every case (a signal, cancelling ``serve``, leaving the
-``open_agent`` block): intake is fenced in every room at once, running turns get
-ONE global deadline (``AgentConfig.shutdown_timeout``) to finish, the rest are
-cancelled, every room's ``on_cleanup`` and the adapter's ``cleanup_all`` (when
-it has one) run shielded under ``AgentConfig.cleanup_timeout``. A failure
-surfaces as one typed error, never an ``ExceptionGroup`` of one.
+Two ways to stop, as everywhere in Trio:
+
+* **Graceful** (:meth:`Agent.request_shutdown`, SIGTERM or a first SIGINT when
+  the agent handles signals): intake is fenced in every room at once, running
+  turns get ONE global deadline (``AgentConfig.shutdown_timeout``) to finish,
+  the rest are cancelled, every room's ``on_cleanup`` and then the adapter's
+  ``cleanup_all`` (when it has one) run shielded, each under
+  ``AgentConfig.cleanup_timeout``; ``serve`` returns normally.
+* **Cancellation means now** (cancelling the scope that runs ``serve``,
+  leaving the ``open_agent`` block, or a second SIGINT during a graceful
+  drain): running turns are cancelled at once, their messages stay
+  ``processing`` on the platform and run again at the next start (a cancelled
+  turn is never settled, so never settled twice, and its attempt is not
+  charged); the rooms' ``on_cleanup`` calls share one deadline,
+  ``cleanup_timeout`` from the cancellation, then ``cleanup_all`` gets its own
+  ``cleanup_timeout``. With cleanup hooks that return promptly, ``serve``
+  returns (re-raising the cancellation) without waiting for anything else.
+
+A failure surfaces as one typed error, never an ``ExceptionGroup`` of one.
 """
 
 from __future__ import annotations
 
-import logging
+import contextlib
+import enum
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -30,6 +44,7 @@ from typing import Any
 import attrs
 import trio
 
+from band_trio._logging import get_logger, log_context
 from band_trio._util import one_error
 from band_trio.adapter.protocols import AllRoomsCleanup, FrameworkAdapter, Preprocessor
 from band_trio.adapter.simple import SimpleAdapter
@@ -44,15 +59,16 @@ from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatistics
+from band_trio.runtime.turn_durations import TurnDurations, TurnDurationStatistics
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
-from band_trio.wire.link import BandLink
+from band_trio.wire.link import BandLink, LinkStatistics
 from band_trio.wire.models import AgentMe, ChatParticipant
-from band_trio.wire.rest import RestClient
+from band_trio.wire.rest import RestClient, RestStatistics
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
 
-logger = logging.getLogger("band_trio.agent")
+logger = get_logger("band_trio.agent")
 
 _LINK_BUFFER = 256
 """Events the link may queue for the dispatcher (which never blocks, so this
@@ -110,6 +126,13 @@ class AgentStatistics:
         per_room: each served room's statistics.
         replies_recovered: messages found already answered on the platform
             after a reply post with no known outcome (acked, not run again).
+        turn_durations: how long message turns take: percentiles over the
+            most recent turns (a fixed-size window), the count and the
+            longest since the agent started.
+        link: the WebSocket link's counters (connects, reconnects, frames,
+            heartbeats...), or None when not serving.
+        rest: the REST client's counters (calls, retries, errors, requests in
+            flight and queued), or None when not serving.
     """
 
     serving: bool
@@ -130,6 +153,19 @@ class AgentStatistics:
     control_signals: int
     per_room: tuple[RoomStatistics, ...]
     replies_recovered: int = 0
+    turn_durations: TurnDurationStatistics = attrs.field(factory=TurnDurationStatistics)
+    link: LinkStatistics | None = None
+    rest: RestStatistics | None = None
+
+
+class _Cause(enum.Enum):
+    """Why serve is shutting down."""
+
+    REQUESTED = "requested"  # request_shutdown() or a first signal: drain gracefully
+    CANCELLED = "cancelled"  # the caller cancelled serve: cancel the turns now
+
+
+_Signals = AsyncIterator[int]
 
 
 @attrs.define
@@ -151,8 +187,16 @@ class Agent:
         contact_config: how contact events are handled (callback, hub room,
             broadcasts to rooms); None or DISABLED without broadcasts means the
             agent does not subscribe to them.
-        handle_signals: while serving in the main thread, SIGINT and SIGTERM
-            start a graceful shutdown (``serve`` then returns normally).
+        handle_signals: whether ``serve`` handles SIGINT and SIGTERM (main
+            thread only): the first starts a graceful shutdown (``serve`` then
+            returns normally), a second one cancels the running turns at once.
+            None (the default, the same for :meth:`create` and
+            :func:`open_agent`) handles them only when ``serve`` is the
+            program's main task, as in ``trio.run(agent.serve)``; an agent
+            started with ``nursery.start(agent.serve)`` or ``open_agent``
+            leaves them to the application that embeds it (Ctrl+C then raises
+            ``KeyboardInterrupt`` there, as in any Trio program, and the
+            application decides). True or False forces the choice.
         on_participant_added: ``async (room_id, ParticipantAdded)`` awaited
             in the room after its roster took the event; errors are logged and
             swallowed, a call is cancelled after 10 s.
@@ -170,7 +214,7 @@ class Agent:
         preprocessor: Preprocessor | None = None,
         *,
         contact_config: ContactEventConfig | None = None,
-        handle_signals: bool = True,
+        handle_signals: bool | None = None,
         on_participant_added: ParticipantCallback | None = None,
         on_participant_removed: ParticipantCallback | None = None,
     ) -> None:
@@ -198,6 +242,8 @@ class Agent:
         self.agent_description: str | None = None
         self._engine: AgentEngine | None = None
         self._link: BandLink | None = None
+        self._rest: RestClient | None = None
+        self._turn_durations = TurnDurations()
         self._serving = False
         self._shutdown_requested = trio.Event()
         self._changes = StateChanges()
@@ -214,25 +260,39 @@ class Agent:
         preprocessor: Preprocessor | None = None,
         config: AgentConfig | None = None,
         contact_config: ContactEventConfig | None = None,
-        handle_signals: bool = True,
+        handle_signals: bool | None = None,
         on_participant_added: ParticipantCallback | None = None,
         on_participant_removed: ParticipantCallback | None = None,
     ) -> Agent:
         """Build an agent; each setting not given is read from the environment.
 
-        ``BAND_AGENT_ID``, ``BAND_API_KEY``, ``BAND_REST_URL`` and ``BAND_WS_URL``
-        (see :meth:`~band_trio.runtime.config.AgentSettings.from_env`). The
-        other arguments are those of :class:`Agent`; ``config.conflict_policy``
-        chooses what happens when another connection for the agent is live.
+        Explicit arguments first, then the environment, then the defaults:
+
+        * ``agent_id``, ``api_key``, ``rest_url``, ``ws_url``: else
+          ``BAND_AGENT_ID``, ``BAND_API_KEY``, ``BAND_REST_URL``,
+          ``BAND_WS_URL`` (see
+          :meth:`~band_trio.runtime.config.AgentSettings.from_env`);
+        * ``config``: when None, :meth:`AgentConfig.from_env` builds it, so any
+          ``BAND_<FIELD>`` (``BAND_TURN_TIMEOUT=120``,
+          ``BAND_STATE_DIR=/var/lib/agent``...) overrides the default. A
+          ``config`` given is used as it is (the environment is not read for
+          it); to combine both, pass ``AgentConfig.from_env(max_attempts=5)``,
+          where the keyword arguments win.
+
+        The other arguments are those of :class:`Agent`;
+        ``config.conflict_policy`` chooses what happens when another
+        connection for the agent is live.
 
         Raises:
-            BandConfigError: a setting is missing or invalid (the message names
-                it and never contains the key).
+            BandConfigError: a setting is missing or invalid, in an argument
+                or a variable (the message names it and never contains the key).
         """
         settings = AgentSettings.from_env(
             agent_id=agent_id, api_key=api_key, rest_url=rest_url, ws_url=ws_url
         )
-        runtime = PlatformRuntime(settings, config if config is not None else AgentConfig())
+        if config is None:
+            config = AgentConfig.from_env()
+        runtime = PlatformRuntime(settings, config)
         return cls(
             runtime,
             adapter,
@@ -249,7 +309,11 @@ class Agent:
     # ------------------------------------------------------------------ running
 
     def request_shutdown(self) -> None:
-        """Ask a serving agent to shut down gracefully (``serve`` then returns)."""
+        """Ask a serving agent to shut down gracefully (``serve`` then returns).
+
+        Never blocks. Running turns get ``AgentConfig.shutdown_timeout`` to
+        finish; cancel ``serve`` to stop waiting for them.
+        """
         self._shutdown_requested.set()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -259,8 +323,18 @@ class Agent:
         existing rooms are joined (their ``/next`` backlog drains after that).
 
         Returns normally after a graceful shutdown requested by a signal or
-        :meth:`request_shutdown`; re-raises the cancellation when cancelled (after
-        shutting down gracefully).
+        :meth:`request_shutdown` (running turns get ``shutdown_timeout`` to
+        finish).
+
+        Cancellation:
+            Cancelling ``serve`` cancels the running turns at once (their
+            messages are left ``processing`` for the next start, never settled
+            twice), runs the cleanup hooks shielded under short deadlines
+            (every room's ``on_cleanup`` by ``cleanup_timeout`` after the
+            cancellation, then ``cleanup_all`` under its own
+            ``cleanup_timeout``) and re-raises the cancellation. A cancellation
+            during a graceful drain turns it into this at once; so does a
+            second SIGINT or SIGTERM when the agent handles signals.
 
         Raises:
             AgentAlreadyRunningError: another agent holds this agent's state
@@ -275,13 +349,15 @@ class Agent:
             raise BandConfigError("this agent is already serving")
         self._serving = True
         self._shutdown_requested = trio.Event()
+        self._turn_durations = TurnDurations()
         try:
-            with one_error():
+            with one_error(), log_context(agent_id=self.runtime.agent_id):
                 await self._serve_guarded(task_status)
         finally:
             self._serving = False
             self._engine = None
             self._link = None
+            self._rest = None
             self._changes.notify()
 
     async def _serve_guarded(self, task_status: trio.TaskStatus[None]) -> None:
@@ -354,7 +430,9 @@ class Agent:
                         unserved=unserved,
                     )
 
+                self._rest = rest
                 services = RoomServices(
+                    turn_durations=self._turn_durations,
                     agent_id=agent_id,
                     rest=rest,
                     ledger=ledger,
@@ -392,11 +470,11 @@ class Agent:
                         )
                         task_status.started()
                         self._changes.notify()
-                        await self._wait_for_shutdown(outer_cancelled)
-                        # Graceful shutdown, under one hard bound.
-                        now = trio.current_time()
-                        body.deadline = now + cfg.shutdown_timeout + 2 * cfg.cleanup_timeout + 1
-                        graceful = await engine.shutdown(now + cfg.shutdown_timeout)
+                        with self._signal_receiver() as signals:
+                            cause = await self._wait_for_shutdown(outer_cancelled, signals)
+                            graceful = await self._shut_down(
+                                engine, body, cause, outer_cancelled, signals
+                            )
                         logger.info(
                             "agent %s stopped (%s)",
                             agent_id,
@@ -407,6 +485,59 @@ class Agent:
                     await self._adapter_cleanup()
         finally:
             ledger.close()
+
+    async def _shut_down(
+        self,
+        engine: AgentEngine,
+        body: trio.CancelScope,
+        cause: _Cause,
+        outer_cancelled: trio.Event,
+        signals: _Signals | None,
+    ) -> bool:
+        """Drain gracefully, or cancel the turns at once; the drain turns into
+        the forced path as soon as the caller cancels or a second signal comes.
+
+        Returns:
+            True when every running turn finished by itself.
+        """
+        cfg = self.runtime.config
+        now = trio.current_time()
+
+        def force() -> None:
+            engine.force()
+            forced = engine.forced_deadline
+            assert forced is not None
+            # Turns and room cleanups end by ``forced``; cleanup_all gets one
+            # more cleanup_timeout; the second is margin for closing the client.
+            body.deadline = min(body.deadline, forced + cfg.cleanup_timeout + 1)
+
+        # The hard bound of a graceful shutdown: the drain, the rooms' cleanups
+        # (concurrent), then the adapter's cleanup_all.
+        body.deadline = now + cfg.shutdown_timeout + 2 * cfg.cleanup_timeout + 2
+        if cause is _Cause.CANCELLED:
+            force()
+            return await engine.shutdown(now)
+        async with trio.open_nursery() as watch:
+
+            async def force_when_cancelled() -> None:
+                await outer_cancelled.wait()
+                force()
+
+            async def force_on_second_signal(receiver: _Signals) -> None:
+                async for signum in receiver:
+                    logger.warning(
+                        "received %s again; cancelling the running turns now",
+                        signal.Signals(signum).name,
+                    )
+                    force()
+                    return
+
+            watch.start_soon(force_when_cancelled)
+            if signals is not None:
+                watch.start_soon(force_on_second_signal, signals)
+            graceful = await engine.shutdown(now + cfg.shutdown_timeout)
+            watch.cancel_scope.cancel()
+        return graceful
 
     async def _subscribe_contacts(self, link: BandLink, agent_id: str) -> None:
         topic = f"agent_contacts:{agent_id}"
@@ -427,24 +558,55 @@ class Agent:
                 await trio.sleep(delays[attempt])
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _wait_for_shutdown(self, outer_cancelled: trio.Event) -> None:
+    def _signal_receiver(self) -> contextlib.AbstractContextManager[_Signals | None]:
+        """SIGINT and SIGTERM for the whole shutdown (a second one forces), when
+        this agent handles signals; else nothing."""
+        if self._handles_signals():
+            return trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
+        return contextlib.nullcontext()
+
+    def _handles_signals(self) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if self.handle_signals is not None:
+            return self.handle_signals
+        # The default: only when serve is the program's main task, as in
+        # ``trio.run(agent.serve)``. An agent started in a nursery (or by
+        # open_agent) leaves the signals to the application that embeds it.
+        task = trio.lowlevel.current_task()
+        return task.parent_nursery is not None and (
+            task.parent_nursery.parent_task is trio.lowlevel.current_root_task()
+        )
+
+    async def _wait_for_shutdown(
+        self, outer_cancelled: trio.Event, signals: _Signals | None
+    ) -> _Cause:
+        causes: list[_Cause] = []
         async with trio.open_nursery() as nursery:
 
-            async def wait_event(event: trio.Event) -> None:
-                await event.wait()
+            def stop(cause: _Cause) -> None:
+                causes.append(cause)
                 nursery.cancel_scope.cancel()
 
-            nursery.start_soon(wait_event, outer_cancelled)
-            nursery.start_soon(wait_event, self._shutdown_requested)
-            if self.handle_signals and threading.current_thread() is threading.main_thread():
-                nursery.start_soon(self._wait_for_signal, nursery.cancel_scope)
+            async def wait_event(event: trio.Event, cause: _Cause) -> None:
+                await event.wait()
+                stop(cause)
 
-    async def _wait_for_signal(self, scope: trio.CancelScope) -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                logger.info("received %s; shutting down", signal.Signals(signum).name)
-                scope.cancel()
-                return
+            async def wait_signal(receiver: _Signals) -> None:
+                async for signum in receiver:
+                    logger.info(
+                        "received %s; shutting down (send it again to cancel running turns)",
+                        signal.Signals(signum).name,
+                    )
+                    stop(_Cause.REQUESTED)
+                    return
+
+            nursery.start_soon(wait_event, outer_cancelled, _Cause.CANCELLED)
+            nursery.start_soon(wait_event, self._shutdown_requested, _Cause.REQUESTED)
+            if signals is not None:
+                nursery.start_soon(wait_signal, signals)
+        # Cancellation wins over a request that came at the same moment.
+        return _Cause.CANCELLED if _Cause.CANCELLED in causes else causes[0]
 
     async def _adapter_cleanup(self) -> None:
         adapter = self.adapter
@@ -476,7 +638,12 @@ class Agent:
         await self._changes.wait_for(predicate)
 
     def statistics(self) -> AgentStatistics:
-        """The agent's counters now (zeros when not serving)."""
+        """The agent's counters now (zeros when not serving).
+
+        Besides the rooms' counters it reaches the link's and the REST
+        client's statistics, and reports turn duration percentiles (over a
+        fixed-size window of recent turns, so memory stays bounded).
+        """
         engine = self._engine
         if engine is None:
             return AgentStatistics(
@@ -519,6 +686,9 @@ class Agent:
             control_signals=es.control_applied,
             per_room=rooms,
             replies_recovered=sum(r.replies_recovered for r in rooms),
+            turn_durations=self._turn_durations.statistics(),
+            link=self._link.statistics() if self._link is not None else None,
+            rest=self._rest.statistics() if self._rest is not None else None,
         )
 
     def room_statistics(self, room_id: str) -> RoomStatistics | None:
@@ -545,15 +715,18 @@ async def open_agent(
     preprocessor: Preprocessor | None = None,
     config: AgentConfig | None = None,
     contact_config: ContactEventConfig | None = None,
-    handle_signals: bool = False,
+    handle_signals: bool | None = None,
     on_participant_added: ParticipantCallback | None = None,
     on_participant_removed: ParticipantCallback | None = None,
 ) -> AsyncIterator[Agent]:
     """Run an agent for the duration of the block.
 
-    The block starts once the agent is connected and its rooms are joined; on
-    exit the agent shuts down gracefully. Arguments are those of
-    :meth:`Agent.create`.
+    The block starts once the agent is connected and its rooms are joined.
+    Leaving the block normally shuts the agent down gracefully (running turns
+    get ``shutdown_timeout`` to finish, as with :meth:`Agent.request_shutdown`);
+    leaving it by an exception or a cancellation cancels the running turns at
+    once (see :meth:`Agent.serve`). Arguments are those of
+    :meth:`Agent.create`; signals are left to the application by default.
 
     Raises:
         The one real error of the agent or of the block (never an
@@ -577,5 +750,7 @@ async def open_agent(
             await nursery.start(agent.serve)
             try:
                 yield agent
-            finally:
+            except BaseException:
                 nursery.cancel_scope.cancel()
+                raise
+            agent.request_shutdown()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import trio
 
+from band_trio._logging import ENV_LOG_FORMAT, ENV_LOG_LEVEL, configure_logging
+from band_trio._version import __version__
 from band_trio.errors import BandConfigError, BandError, MissingExtraError
 
 __all__ = ["build_parser", "main"]
@@ -377,6 +379,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="band-trio", description="Trio-native SDK for the Band platform."
     )
+    parser.add_argument("--version", action="version", version=f"band-trio {__version__}")
+    parser.add_argument(
+        "--log-level",
+        metavar="LEVEL",
+        default=None,
+        help=f"DEBUG, INFO, WARNING (default), ERROR or CRITICAL; default from ${ENV_LOG_LEVEL}",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=None,
+        help=f"text (default) or json (one object per line); default from ${ENV_LOG_FORMAT}",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     _add_platform(subparsers)
@@ -386,15 +401,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(args: argparse.Namespace) -> None:
+    """Log to stderr: the options first, then ``BAND_LOG_LEVEL`` /
+    ``BAND_LOG_FORMAT``, then WARNING in text (a command's own output stays
+    readable unless more is asked for)."""
+    level = args.log_level
+    if level is None and not os.environ.get(ENV_LOG_LEVEL, "").strip():
+        level = "WARNING"
+    configure_logging(level, args.log_format)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``band-trio``; returns the exit status.
 
+    Logging is configured first (``--log-level``, ``--log-format``, else
+    ``BAND_LOG_LEVEL`` / ``BAND_LOG_FORMAT``, else warnings as text on stderr).
     A subcommand that needs an optional extra which is not installed (``platform``,
     ``demo``, ``dev`` and ``chat`` need ``band-trio[local]``) prints the install command, without a
     traceback, and returns 2.
     """
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
+    try:
+        _configure_logging(args)
+    except BandConfigError as exc:
+        print(f"band-trio: {exc}", file=sys.stderr)
+        return 2
     try:
         return handler(args)
     except MissingExtraError as exc:

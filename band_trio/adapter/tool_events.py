@@ -4,10 +4,10 @@ read back, and best-effort posting (a failed post is logged, never raised)."""
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from band_trio._logging import get_logger
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.adapter.tool_results import to_jsonable
 from band_trio.wire.models import EventCreated
@@ -20,7 +20,7 @@ __all__ = [
     "tool_result_content",
 ]
 
-logger = logging.getLogger("band_trio.adapter")
+logger = get_logger("band_trio.adapter")
 
 _ROOM_FILE_TOOL: Final = "band_send_room_file"
 

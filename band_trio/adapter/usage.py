@@ -4,19 +4,19 @@ post is logged and never breaks the turn."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
 import trio
 
+from band_trio._logging import get_logger
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.wire.models import EventCreated
 
 __all__ = ["USAGE_EVENT_TYPE", "USAGE_METADATA_KEY", "Usage", "emit_usage", "is_usage_event"]
 
-logger = logging.getLogger("band_trio.adapter")
+logger = get_logger("band_trio.adapter")
 
 USAGE_EVENT_TYPE: Final = "task"
 """Usage rides a ``task`` event: the platform has no ``usage`` event type."""

@@ -8,10 +8,9 @@ pooled connection), and a failing endpoint is logged once, not per report.
 
 from __future__ import annotations
 
-import logging
-
 import trio
 
+from band_trio._logging import get_logger
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.room_rest import RoomRest
 from band_trio.runtime.running_turn import RunningTurn
@@ -20,7 +19,7 @@ __all__ = ["ActivityReporter"]
 
 # Part of the room's work: its lines go to the room's logger, where log
 # filters and readers expect them.
-logger = logging.getLogger("band_trio.runtime.room")
+logger = get_logger("band_trio.runtime.room")
 
 
 class ActivityReporter:

@@ -24,7 +24,9 @@ import attrs
 from band_trio.errors import BandConfigError
 
 __all__ = [
+    "DEFAULT_MAX_WORKING_STATE",
     "DEFAULT_REST_URL",
+    "DEFAULT_TURN_TIMEOUT",
     "DEFAULT_WS_URL",
     "IN_MEMORY",
     "USER_STATE_DIR",
@@ -45,6 +47,24 @@ WS_PATH: Final = "/api/v1/socket/websocket"
 
 DEFAULT_WS_URL: Final = "wss://app.band.ai" + WS_PATH
 """The production WebSocket URL."""
+
+DEFAULT_TURN_TIMEOUT: Final = 900.0
+"""The default ``AgentConfig.turn_timeout``: 15 minutes.
+
+A turn that hangs (a model call that never answers, a tool that never returns)
+would otherwise hold its room forever while the room shows "working". The
+bound sits above the model clients' own request timeouts (10 minutes by
+default for both the Anthropic and the OpenAI Python clients), so a slow model
+call is ended by its client first, with an error the adapter can report, and
+this deadline only catches what nothing else does. Raise it for agents whose
+turns legitimately run longer (long tool chains); None removes it.
+"""
+
+DEFAULT_MAX_WORKING_STATE: Final = 900.0
+"""The default ``AgentConfig.max_working_state``: keep-alives of the "working"
+state stop after 15 minutes, the default turn timeout, so a turn that outlives
+its deadline (or a deployment with no turn timeout) never shows "working" for
+ever."""
 
 IN_MEMORY: Final = ":memory:"
 """``AgentConfig(state_dir=IN_MEMORY)`` keeps the claims ledger in memory only."""
@@ -161,14 +181,18 @@ def _to_state_dir(value: Any) -> Path | StateDirDefault | None:
 class AgentConfig:
     """Every knob of the agent runtime, with defaults that suit production.
 
-    Durations are in seconds.
+    Durations are in seconds. :meth:`from_env` reads any of them from a
+    ``BAND_<FIELD>`` variable; :meth:`Agent.create <band_trio.Agent.create>`
+    and ``open_agent`` do so when no ``config`` is given.
 
     Attributes:
         max_attempts: how many times one message may be run before it is marked
             failed for good and stepped past (attempts, not retries: 3 means one
             run plus two retries). Remembered across restarts.
         turn_timeout: cancel a turn (handler included) after this long and treat
-            it as a failure; None means no limit.
+            it as a failure; None means no limit. Default
+            :data:`DEFAULT_TURN_TIMEOUT` (15 minutes, above the model clients'
+            own 10-minute request timeouts).
         shutdown_timeout: ONE global deadline for running turns to finish when
             the agent shuts down; then they are cancelled.
         cleanup_timeout: deadline for one ``on_cleanup`` call (shielded).
@@ -199,7 +223,8 @@ class AgentConfig:
             half the platform's 10 s expiry).
         working_request_timeout: timeout of each activity POST (< keep-alive).
         max_working_state: stop keep-alives after this long; None means for the
-            whole turn.
+            whole turn. Default :data:`DEFAULT_MAX_WORKING_STATE` (15 minutes);
+            raise it together with ``turn_timeout``.
         report_turn_failures: post one generic ``error`` event in the room when
             a message fails for the last time.
         state_dir: where the durable claims ledger lives.
@@ -218,7 +243,9 @@ class AgentConfig:
     """
 
     max_attempts: int = attrs.field(default=3, validator=_v_count(1))
-    turn_timeout: float | None = attrs.field(default=None, validator=_v_optional_positive)
+    turn_timeout: float | None = attrs.field(
+        default=DEFAULT_TURN_TIMEOUT, validator=_v_optional_positive
+    )
     shutdown_timeout: float = attrs.field(default=30.0, validator=_v_non_negative)
     cleanup_timeout: float = attrs.field(default=10.0, validator=_v_positive)
     inbox_size: int = attrs.field(default=64, validator=_v_count(1))
@@ -242,7 +269,9 @@ class AgentConfig:
     working_grace: float = attrs.field(default=1.0, validator=_v_non_negative)
     working_keep_alive: float = attrs.field(default=3.0, validator=_v_positive)
     working_request_timeout: float = attrs.field(default=2.0, validator=_v_positive)
-    max_working_state: float | None = attrs.field(default=None, validator=_v_optional_positive)
+    max_working_state: float | None = attrs.field(
+        default=DEFAULT_MAX_WORKING_STATE, validator=_v_optional_positive
+    )
     report_turn_failures: bool = attrs.field(default=True, validator=_v_bool)
     state_dir: Path | StateDirDefault | None = attrs.field(
         default=USER_STATE_DIR, converter=_to_state_dir

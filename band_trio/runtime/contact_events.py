@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import inspect
-import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection
@@ -33,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import trio
 
+from band_trio._logging import get_logger
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.errors import BandConfigError, BandError, NotFoundError
 from band_trio.tools.contact_tools import ContactTools
@@ -63,7 +63,7 @@ __all__ = [
     "render_hub_message",
 ]
 
-logger = logging.getLogger("band_trio.contacts")
+logger = get_logger("band_trio.contacts")
 
 HUB_ROOM_TITLE = "Contact requests (managed by the agent)"
 """The title of the hub room; a restart finds the room again by it."""

@@ -27,16 +27,16 @@ Reference: docs/reference/protocol.rst.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 
+from band_trio._logging import get_logger
 from band_trio.runtime.room import Room
 from band_trio.runtime.schedule import ControlDeduplicator
 from band_trio.wire.events import AgentControl
 
 __all__ = ["ControlHandler"]
 
-logger = logging.getLogger("band_trio.runtime.control")
+logger = get_logger("band_trio.runtime.control")
 
 
 class ControlHandler:

@@ -13,11 +13,11 @@ Reference: docs/reference/official-runtime.rst.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 import trio
 
+from band_trio._logging import get_logger
 from band_trio.runtime.control import ControlHandler
 from band_trio.runtime.ports import EventRoutes
 from band_trio.wire.events import (
@@ -38,7 +38,7 @@ from band_trio.wire.link import EventRejected, LinkEvent, LinkReconnected, Topic
 
 __all__ = ["Dispatcher"]
 
-logger = logging.getLogger("band_trio.runtime.dispatcher")
+logger = get_logger("band_trio.runtime.dispatcher")
 
 
 class Dispatcher:

@@ -25,12 +25,12 @@ other rooms' hooks. Errors are logged and swallowed.
 from __future__ import annotations
 
 import contextlib
-import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 
 import attrs
 import trio
 
+from band_trio._logging import get_logger, log_context
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.adapter.protocols import InterruptHandler
 from band_trio.errors import BandError
@@ -44,7 +44,7 @@ from band_trio.wire.link import LinkEvent, room_topics
 
 __all__ = ["AgentEngine", "EngineStatistics"]
 
-logger = logging.getLogger("band_trio.runtime.engine")
+logger = get_logger("band_trio.runtime.engine")
 
 _LEAVE_TIMEOUT = 5.0
 _CONTACT_BUFFER = 256
@@ -107,6 +107,11 @@ class AgentEngine:
         self._join_failures = 0
         self._all_done = trio.Event()
         self._all_done.set()
+        # Forcing (cancellation, a second signal) gives every cleanup still to
+        # run one absolute deadline; the scopes below are tightened to it.
+        self._forced_deadline: float | None = None
+        self._drain_scope: trio.CancelScope | None = None
+        self._cleanup_scopes: set[trio.CancelScope] = set()
         self._held_synthetic: dict[str, list[PlatformMessage]] = {}
         self._contacts: ContactService | None = None
         self._contact_send, self._contact_recv = trio.open_memory_channel[ContactEvent](
@@ -231,6 +236,12 @@ class AgentEngine:
         self._changes.notify()
 
     async def _run_room(self, slot: _RoomSlot) -> None:
+        # Every record of the room's work (its turns, REST calls, cleanup)
+        # carries its id; tasks the room starts inherit it.
+        with log_context(room_id=slot.room.room_id):
+            await self._run_room_in_context(slot)
+
+    async def _run_room_in_context(self, slot: _RoomSlot) -> None:
         room = slot.room
         room_id = room.room_id
         served = False
@@ -263,7 +274,7 @@ class AgentEngine:
             self._changes.notify()
 
     async def _cleanup_room(self, room_id: str) -> None:
-        with trio.move_on_after(self._config.cleanup_timeout) as scope:
+        with self._bounded_cleanup(self._config.cleanup_timeout) as scope:
             try:
                 await self._svc.adapter.on_cleanup(room_id)
             except Exception:
@@ -500,7 +511,9 @@ class AgentEngine:
         """Fence, let running turns finish until ``deadline``, then cancel every room.
 
         Each room's ``on_cleanup`` runs concurrently (shielded, bounded by
-        ``cleanup_timeout``); this returns once they all ran.
+        ``cleanup_timeout``); this returns once they all ran. :meth:`force`,
+        before or during the call, ends the wait for running turns at once and
+        puts every cleanup under its one short deadline.
 
         Returns:
             True when every running turn finished before the deadline.
@@ -508,14 +521,59 @@ class AgentEngine:
         self.fence()
         graceful = True
         with trio.move_on_at(deadline) as scope:
+            self._drain_scope = scope
+            if self._forced_deadline is not None:
+                scope.cancel()
             for slot in list(self._rooms.values()):
                 if slot.serving:
                     await slot.room.wait_parked()
+        self._drain_scope = None
         if scope.cancelled_caught:
             graceful = False
-            logger.warning("shutdown deadline reached; cancelling the turns still running")
+            if self._forced_deadline is None:
+                logger.warning("shutdown deadline reached; cancelling the turns still running")
         for slot in list(self._rooms.values()):
             slot.scope.cancel()
-        with trio.move_on_after(self._config.cleanup_timeout + 1.0):
+        # The cleanups are bounded on their own; the margin covers the
+        # shielded "idle" report of a cancelled turn before its room's cleanup.
+        with self._bounded_cleanup(self._config.cleanup_timeout + 1.0):
             await self._all_done.wait()
         return graceful
+
+    def force(self) -> None:
+        """Cancellation means now: stop waiting for running turns and cancel them.
+
+        Never blocks. Every room is fenced and cancelled at once (a cancelled
+        turn's message stays ``processing`` on the platform and runs again
+        after a restart; its attempt is not charged), and every room's
+        ``on_cleanup`` still to run or running gets ONE deadline,
+        ``cleanup_timeout`` from now. Idempotent: a second call changes nothing.
+        """
+        self.fence()
+        if self._forced_deadline is None:
+            self._forced_deadline = trio.current_time() + self._config.cleanup_timeout
+            logger.info("cancelling the running turns now")
+        for scope in self._cleanup_scopes:
+            scope.deadline = min(scope.deadline, self._forced_deadline)
+        if self._drain_scope is not None:
+            self._drain_scope.cancel()
+        for slot in list(self._rooms.values()):
+            slot.scope.cancel()
+
+    @property
+    def forced_deadline(self) -> float | None:
+        """The one cleanup deadline set by :meth:`force`, or None."""
+        return self._forced_deadline
+
+    @contextlib.contextmanager
+    def _bounded_cleanup(self, timeout: float) -> Iterator[trio.CancelScope]:
+        """A scope ending ``timeout`` from now, or at the forced deadline if sooner."""
+        deadline = trio.current_time() + timeout
+        if self._forced_deadline is not None:
+            deadline = min(deadline, self._forced_deadline)
+        with trio.CancelScope(deadline=deadline) as scope:
+            self._cleanup_scopes.add(scope)
+            try:
+                yield scope
+            finally:
+                self._cleanup_scopes.discard(scope)

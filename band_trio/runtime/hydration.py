@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import logging
-
+from band_trio._logging import get_logger
 from band_trio.adapter.messages import HistoryProvider
 from band_trio.adapter.roster import Roster
 from band_trio.errors import BandError
@@ -15,7 +14,7 @@ __all__ = ["load_history"]
 
 # Part of the room's work: its lines go to the room's logger, where log
 # filters and readers expect them.
-logger = logging.getLogger("band_trio.runtime.room")
+logger = get_logger("band_trio.runtime.room")
 
 
 async def load_history(

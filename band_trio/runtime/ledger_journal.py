@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import errno
 import itertools
-import logging
 import sqlite3
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Final, Literal
 
+from band_trio._logging import get_logger
 from band_trio.errors import AgentAlreadyRunningError, BandConfigError, LocalProtocolError
 from band_trio.runtime.claims import Change, ClaimsState, JournalEntry
 
 __all__ = ["LedgerJournal"]
 
-logger = logging.getLogger("band_trio.runtime.ledger")
+logger = get_logger("band_trio.runtime.ledger")
 
 _SCHEMA_VERSION: Final = 1
 _SCHEMA: Final = (

@@ -9,10 +9,10 @@ Reference: docs/reference/official-runtime.rst.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
+from band_trio._logging import get_logger
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.adapter.roster import rewrite_mention_tokens
 from band_trio.adapter.turns import AgentInput, TurnContext
@@ -23,7 +23,7 @@ from band_trio.wire.models import ChatMessage
 
 __all__ = ["DefaultPreprocessor", "is_own_message", "platform_message"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def is_own_message(sender_type: str, sender_id: str, *, agent_id: str) -> bool:

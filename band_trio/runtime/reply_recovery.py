@@ -10,9 +10,9 @@ message from being answered.
 
 from __future__ import annotations
 
-import logging
 from typing import Final
 
+from band_trio._logging import get_logger
 from band_trio.errors import BandError
 from band_trio.runtime.admission import ReplyCheck, ReplyLookups
 from band_trio.runtime.ledger import ClaimsLedger
@@ -24,7 +24,7 @@ __all__ = ["ReplyRecovery"]
 
 # Part of the room's work: its lines go to the room's logger, where log
 # filters and readers expect them.
-logger = logging.getLogger("band_trio.runtime.room")
+logger = get_logger("band_trio.runtime.room")
 
 _MAX_REPLY_LOOKUP_PAGES: Final = 100
 """Context pages read at most to find a reply with unknown outcome."""

@@ -37,12 +37,13 @@ is marked failed after ``AgentConfig.max_attempts`` and stepped past.
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from typing import Final
 
 import trio
 
+from band_trio._logging import get_logger, log_context
+from band_trio._tracing import span
 from band_trio.adapter.failures import ERROR_EVENT_TEXT, MISSING_REPLY_TEXT
 from band_trio.adapter.messages import HistoryProvider, PlatformMessage
 from band_trio.adapter.protocols import TurnJudging
@@ -91,7 +92,7 @@ __all__ = [
     "ToolsFactory",
 ]
 
-logger = logging.getLogger("band_trio.runtime.room")
+logger = get_logger("band_trio.runtime.room")
 
 
 _MAX_SYSTEM_LINES: Final = 100
@@ -450,7 +451,9 @@ class Room:
             if self._roster_stale:
                 await self._refresh_roster()
             for message_id in self._ledger.pending_acks(self.room_id):
-                if not await self._settler.ack(message_id):
+                with log_context(message_id=message_id):
+                    acked = await self._settler.ack(message_id)
+                if not acked:
                     result = ReconcileOutcome.RETRY
                     return
             result = await self._drain()
@@ -523,6 +526,12 @@ class Room:
     # ------------------------------------------------------------------ one message
 
     async def _process(self, ev: MessageCreated) -> MessageOutcome:
+        # Every record logged while this message is handled (the claim, the
+        # turn, its tool and REST calls, the settlement) carries its id.
+        with log_context(message_id=ev.id):
+            return await self._process_message(ev)
+
+    async def _process_message(self, ev: MessageCreated) -> MessageOutcome:
         ledger = self._ledger
         decision = admission.before_claim(
             own=admission.is_own_message(ev.sender_type, ev.sender_id, self._svc.agent_id),
@@ -576,6 +585,14 @@ class Room:
             ledger.release(claim)
 
     async def _run_turn(self, ev: MessageCreated, claim: Claim, attempt: Attempt) -> MessageOutcome:
+        # With tracing on, the turn is one span; its REST and tool calls
+        # (made in this task or in tasks it starts) are its children.
+        with span("band.turn", {"band.turn.attempt": attempt.number}):
+            return await self._run_claimed_turn(ev, claim, attempt)
+
+    async def _run_claimed_turn(
+        self, ev: MessageCreated, claim: Claim, attempt: Attempt
+    ) -> MessageOutcome:
         ledger = self._ledger
         charged = False
         try:
@@ -622,11 +639,13 @@ class Room:
             )
             assert self._schedule is not None
             self._schedule.note_work(trio.current_time())
+            started = trio.current_time()
             try:
                 end, error = await self._execute(turn, ev, history)
             finally:
                 self._turn = None
                 turn.done.set()
+            self._svc.turn_durations.record(trio.current_time() - started)
             charged = settlement.charges_attempt(end)
             if (
                 settlement.may_have_replied(end)
@@ -696,6 +715,10 @@ class Room:
 
     async def _run_synthetic(self, message: PlatformMessage) -> None:
         """One synthetic turn: no claim, no marks, no activity, not judged."""
+        with log_context(message_id=message.id):
+            await self._run_synthetic_turn(message)
+
+    async def _run_synthetic_turn(self, message: PlatformMessage) -> None:
         turn = RunningTurn(
             room_id=self.room_id,
             message_id=message.id,

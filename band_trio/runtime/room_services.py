@@ -20,6 +20,7 @@ from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.room_rest import RuntimeRest
 from band_trio.runtime.running_turn import RunningTurn
+from band_trio.runtime.turn_durations import TurnDurations
 from band_trio.wire.models import ChatParticipant
 
 __all__ = [
@@ -65,6 +66,7 @@ class RoomServices:
         changes: notified whenever a room's observable state changed (a turn
             started or ended, a message settled, an inbox item or a reconcile
             pass was handled), so that waiters re-check their predicate.
+        turn_durations: where every room records its turns' durations.
     """
 
     agent_id: str
@@ -79,6 +81,7 @@ class RoomServices:
     on_participant_added: ParticipantCallback | None = None
     on_participant_removed: ParticipantCallback | None = None
     changes: StateChanges = attrs.field(factory=StateChanges)
+    turn_durations: TurnDurations = attrs.field(factory=TurnDurations)
 
 
 @attrs.frozen

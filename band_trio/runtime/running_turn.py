@@ -8,10 +8,9 @@ or a platform stop. The room cancels the turn through :meth:`RunningTurn.abort`.
 
 from __future__ import annotations
 
-import logging
-
 import trio
 
+from band_trio._logging import get_logger
 from band_trio.adapter.capabilities import ToolEffect
 from band_trio.runtime.ledger import Attempt, ClaimsLedger
 from band_trio.runtime.settlement import Abort
@@ -21,7 +20,7 @@ __all__ = ["RunningTurn"]
 
 # Part of the room's work: its lines go to the room's logger, where log
 # filters and readers expect them.
-logger = logging.getLogger("band_trio.runtime.room")
+logger = get_logger("band_trio.runtime.room")
 
 
 class RunningTurn:

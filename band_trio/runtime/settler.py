@@ -11,9 +11,9 @@ and the error event are best effort: a failure is logged, never raised.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 
+from band_trio._logging import get_logger
 from band_trio.errors import (
     BandError,
     NotFoundError,
@@ -41,7 +41,7 @@ __all__ = ["Settler"]
 
 # Part of the room's work: its lines go to the room's logger, where log
 # filters and readers expect them.
-logger = logging.getLogger("band_trio.runtime.room")
+logger = get_logger("band_trio.runtime.room")
 
 
 class Settler:

@@ -13,7 +13,6 @@ Reference: docs/reference/tools-and-adapters.rst.
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import attrs
 import trio
 
+from band_trio._logging import get_logger
 from band_trio.adapter import (
     AgentFailure,
     AgentToolsProtocol,
@@ -53,7 +53,7 @@ from band_trio.tools.definitions import (
 )
 from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent, Recipient
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = ["FakeAgentTools", "RecordedCall", "SentEvent", "SentMessage", "reported_failures"]
 

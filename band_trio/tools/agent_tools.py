@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import trio
 
+from band_trio._logging import get_logger
+from band_trio._tracing import span
 from band_trio.adapter.capabilities import ToolEffect
 from band_trio.adapter.content import is_visible, truncate_event_content
 from band_trio.adapter.failures import AgentFailure
@@ -76,7 +77,7 @@ from band_trio.wire.rest import RestClient
 
 __all__ = ["EVENT_MESSAGE_TYPES", "AgentTools"]
 
-logger = logging.getLogger("band_trio.tools")
+logger = get_logger("band_trio.tools")
 
 EVENT_MESSAGE_TYPES = frozenset(
     {"tool_call", "tool_result", "thought", "error", "task", "attention"}
@@ -112,7 +113,8 @@ def _tool(
     ) -> Callable[Concatenate[AgentTools, P], Awaitable[R]]:
         @functools.wraps(fn)
         async def wrapper(self: AgentTools, /, *args: P.args, **kwargs: P.kwargs) -> R:
-            result = await fn(self, *args, **kwargs)
+            with span(f"band.tool {name}", {"band.tool.name": name}):
+                result = await fn(self, *args, **kwargs)
             if result is not None:
                 self._record(effect)
             return result
@@ -962,7 +964,8 @@ class AgentTools:
             else:
                 assert custom is not None
                 assert custom_def is not None
-                value = await custom.invoke(custom_def, args, record=self._record)
+                with span(f"band.tool {tool_name}", {"band.tool.name": tool_name}):
+                    value = await custom.invoke(custom_def, args, record=self._record)
         except ToolArgumentsError as exc:
             return ToolResult.error(tool_name, ToolErrorKind.INVALID_ARGUMENTS, str(exc))
         except RoomExecutionStoppedError:

@@ -7,7 +7,6 @@ tasks (reader, heartbeat, forwarder, channel recovery) and the waits.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final, NoReturn, cast
@@ -16,6 +15,7 @@ import attrs
 import trio
 import trio_websocket
 
+from band_trio._logging import get_logger
 from band_trio.errors import (
     AgentAlreadyRunningError,
     BandConfigError,
@@ -62,7 +62,7 @@ from band_trio.wire.phoenix import (
 __all__ = ["BandLink"]
 
 # The logger keeps the name of the public module.
-logger = logging.getLogger("band_trio.wire.link")
+logger = get_logger("band_trio.wire.link")
 
 DEAD_CLOSE_CODE: Final = 4000
 DEAD_CLOSE_REASON: Final = "Heartbeat dead-threshold exceeded"

@@ -17,7 +17,6 @@ redirect that leaves the base URL's origin.
 from __future__ import annotations
 
 import json
-import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -31,6 +30,8 @@ import cattrs
 import httpx
 import trio
 
+from band_trio._logging import get_logger
+from band_trio._tracing import span
 from band_trio._version import __version__
 from band_trio.errors import (
     APIStatusError,
@@ -64,7 +65,7 @@ __all__ = [
     "path_segment",
 ]
 
-logger = logging.getLogger("band_trio.wire.rest")
+logger = get_logger("band_trio.wire.rest")
 
 T = TypeVar("T")
 
@@ -344,23 +345,34 @@ class RestClientCore:
         attempt_timeout: float | None = None,
         retry: bool = True,
     ) -> httpx.Response:
-        """Send one call (with retries) and return its 2xx response, body read."""
+        """Send one call (with retries) and return its 2xx response, body read.
+
+        With tracing on, the call is one span (``band.rest``) with the method,
+        the path (ids only: the key travels in a header, never in a path) and
+        the final status.
+        """
         self._calls += 1
-        try:
-            return await self._request_with_retries(
-                method,
-                path,
-                params=params,
-                body=body,
-                content=content,
-                headers=headers,
-                idempotent=idempotent,
-                attempt_timeout=attempt_timeout,
-                retry=retry,
-            )
-        except Exception:
-            self._errors += 1
-            raise
+        with span(
+            f"band.rest {method}", {"http.request.method": method, "url.path": path}
+        ) as current:
+            try:
+                response = await self._request_with_retries(
+                    method,
+                    path,
+                    params=params,
+                    body=body,
+                    content=content,
+                    headers=headers,
+                    idempotent=idempotent,
+                    attempt_timeout=attempt_timeout,
+                    retry=retry,
+                )
+            except Exception:
+                self._errors += 1
+                raise
+            if current is not None:
+                current.set_attribute("http.response.status_code", response.status_code)
+            return response
 
     async def _request_with_retries(
         self,

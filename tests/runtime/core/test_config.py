@@ -34,7 +34,8 @@ KEY = "sk-very-secret-key-123"
 def test_defaults() -> None:
     cfg = AgentConfig()
     assert cfg.max_attempts == 3
-    assert cfg.turn_timeout is None
+    assert cfg.turn_timeout == 900.0
+    assert cfg.max_working_state == 900.0
     assert cfg.shutdown_timeout == 30.0
     assert cfg.inbox_size == 64
     assert cfg.working_keep_alive == 3.0
