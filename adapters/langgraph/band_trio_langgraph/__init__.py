@@ -1,0 +1,1 @@
+"""band-trio-langgraph."""
