@@ -49,6 +49,7 @@ from band_trio import BandError
 __all__ = [
     "DEFAULT_CANCEL_GRACE",
     "AsyncioBridge",
+    "AsyncioTaskCancelledError",
     "BridgeClosedError",
     "BridgeStatistics",
     "TrioPortal",

@@ -1,0 +1,9 @@
+"""The few band-trio names this package needs that the root package does not export.
+
+Kept in one place so that a move inside band-trio changes one import here.
+"""
+
+from band_trio.llm import GENERIC_FAILURE_MESSAGE, image_blocks_placeholder
+from band_trio.tools import ToolCategory
+
+__all__ = ["GENERIC_FAILURE_MESSAGE", "ToolCategory", "image_blocks_placeholder"]
