@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
@@ -58,6 +59,10 @@ __all__ = [
 logger = logging.getLogger("band_trio_langgraph.bridge")
 
 T = TypeVar("T")
+
+_LOOP_FACTORY: Final[Callable[[], asyncio.AbstractEventLoop]] = (
+    asyncio.ProactorEventLoop if sys.platform == "win32" else asyncio.SelectorEventLoop
+)
 
 DEFAULT_CANCEL_GRACE: Final = 2.0
 """Seconds a cancelled asyncio task gets to unwind before it is abandoned."""
@@ -326,7 +331,9 @@ class AsyncioBridge:
         if self._closing:
             raise BridgeClosedError("the asyncio bridge is closing")
         if self._loop is None:
-            loop = asyncio.new_event_loop()
+            # Not asyncio.new_event_loop(): a library (trio-asyncio) may
+            # replace the policy so that it refuses to run inside Trio.
+            loop = _LOOP_FACTORY()
             thread = threading.Thread(
                 target=self._thread_main, args=(loop,), name=self._thread_name, daemon=True
             )
@@ -381,6 +388,8 @@ class AsyncioBridge:
                     await run.finished.wait()
                 finally:
                     if not run.finished.is_set():
+                        # Cancelled: the task may not call into Trio any more.
+                        portal.close()
                         _call_in_loop(loop, self._cancel_task, run)
                         with trio.CancelScope(shield=True):
                             with trio.move_on_after(self.cancel_grace):
