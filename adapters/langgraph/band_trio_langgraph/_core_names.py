@@ -3,7 +3,12 @@
 Kept in one place so that a move inside band-trio changes one import here.
 """
 
-from band_trio.llm import GENERIC_FAILURE_MESSAGE, image_blocks_placeholder
+from band_trio.llm import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE, image_blocks_placeholder
 from band_trio.tools import ToolCategory
 
-__all__ = ["GENERIC_FAILURE_MESSAGE", "ToolCategory", "image_blocks_placeholder"]
+__all__ = [
+    "GENERIC_FAILURE_MESSAGE",
+    "MISSING_REPLY_MESSAGE",
+    "ToolCategory",
+    "image_blocks_placeholder",
+]
