@@ -37,6 +37,7 @@ import contextvars
 import logging
 import sys
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
@@ -90,7 +91,10 @@ class BridgeStatistics:
         runs: coroutines started by :meth:`AsyncioBridge.run`.
         running: runs not finished yet.
         portal_calls: Trio calls made through portals.
-        abandoned: tasks that did not end within the grace after a cancel.
+        abandoned: runs whose task (or a task it started) did not end within
+            the grace after a cancel.
+        left_at_close: tasks still running when the bridge closed (after the
+            grace): the loop was stopped with them unfinished.
         stuck_threads: worker threads that did not stop when the bridge closed.
     """
 
@@ -99,7 +103,26 @@ class BridgeStatistics:
     running: int
     portal_calls: int
     abandoned: int
+    left_at_close: int
     stuck_threads: int
+
+
+_UNFINISHED: list[asyncio.Task[Any]] = []
+"""Tasks that ignored cancellation when their bridge closed (never resumed)."""
+
+_CURRENT_RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("band_trio_langgraph_run")
+
+
+def _task_factory(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **kwargs: Any
+) -> asyncio.Task[Any]:
+    """The loop's task factory: a plain task, remembered by the run it belongs to."""
+    task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
+    context = kwargs.get("context")
+    run = context.get(_CURRENT_RUN) if context is not None else _CURRENT_RUN.get(None)
+    if run is not None:
+        run.children.add(task)
+    return task
 
 
 def _notify(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> None:
@@ -244,6 +267,8 @@ class _Run:
     result: outcome.Outcome[Any] | None = None
     task: asyncio.Task[Any] | None = None
     cancel_requested: bool = False
+    # Every task started in the run's context (LangGraph's node tasks too).
+    children: weakref.WeakSet[asyncio.Task[Any]] = attrs.field(factory=weakref.WeakSet)
 
     def finish(self, result: outcome.Outcome[Any]) -> None:
         # On the Trio thread.
@@ -283,6 +308,7 @@ class AsyncioBridge:
         self._portal_calls = 0
         self._abandoned = 0
         self._stuck_threads = 0
+        self._left_at_close = 0
         self._lock = threading.Lock()
         # thread -> what it calls once its loop is closed (set by aclose)
         self._on_thread_exit: dict[threading.Thread, Callable[[], None]] = {}
@@ -312,6 +338,7 @@ class AsyncioBridge:
             running=self._running,
             portal_calls=self._portal_calls,
             abandoned=abandoned,
+            left_at_close=self._left_at_close,
             stuck_threads=self._stuck_threads,
         )
 
@@ -334,6 +361,7 @@ class AsyncioBridge:
             # Not asyncio.new_event_loop(): a library (trio-asyncio) may
             # replace the policy so that it refuses to run inside Trio.
             loop = _LOOP_FACTORY()
+            loop.set_task_factory(_task_factory)
             thread = threading.Thread(
                 target=self._thread_main, args=(loop,), name=self._thread_name, daemon=True
             )
@@ -346,12 +374,15 @@ class AsyncioBridge:
         try:
             loop.run_forever()
         finally:
-            try:
-                loop.run_until_complete(
-                    asyncio.wait_for(loop.shutdown_asyncgens(), timeout=1.0)
-                )
-            except Exception:
-                logger.warning("asyncio bridge: async generators did not close", exc_info=True)
+            # With tasks left running, their async generators are theirs too:
+            # closing those would resume code in the middle of its await.
+            if not any(not t.done() for t in asyncio.all_tasks(loop)):
+                try:
+                    loop.run_until_complete(
+                        asyncio.wait_for(loop.shutdown_asyncgens(), timeout=1.0)
+                    )
+                except Exception:
+                    logger.warning("asyncio bridge: async generators did not close", exc_info=True)
             loop.close()
             on_exit = self._on_thread_exit.get(threading.current_thread())
             if on_exit is not None:
@@ -407,8 +438,8 @@ class AsyncioBridge:
         assert run.result is not None
         return run.result.unwrap()  # type: ignore[no-any-return]
 
-    @staticmethod
     def _start_task(
+        self,
         loop: asyncio.AbstractEventLoop,
         run: _Run,
         fn: Callable[[TrioPortal], Coroutine[Any, Any, Any]],
@@ -418,10 +449,13 @@ class AsyncioBridge:
         if run.cancel_requested:
             _notify(run.token, lambda: run.finish(outcome.Error(AsyncioTaskCancelledError())))
             return
+        # A fresh context per run: context variables set by one turn are never
+        # seen by another. It carries the run, so the task factory can tell
+        # which run each task LangGraph starts belongs to.
+        context = contextvars.Context()
+        context.run(_CURRENT_RUN.set, run)
         try:
-            # A fresh context per run: context variables set by one turn are
-            # never seen by another.
-            task = loop.create_task(fn(portal), context=contextvars.Context())
+            task = loop.create_task(fn(portal), context=context)
         except Exception as exc:
             error = exc
             _notify(run.token, lambda: run.finish(outcome.Error(error)))
@@ -438,7 +472,22 @@ class AsyncioBridge:
                 result = outcome.Error(exc)
             else:
                 result = outcome.Value(t.result())
-            _notify(run.token, lambda: run.finish(result))
+            leftovers = [c for c in run.children if c is not t and not c.done()]
+            if not (run.cancel_requested and leftovers):
+                _notify(run.token, lambda: run.finish(result))
+                return
+            # A cancelled graph may return while tasks it started (LangGraph
+            # runs nodes in tasks of their own) still unwind, or ignore the
+            # cancellation: the run ends when they do; the Trio side bounds
+            # the wait with the grace.
+            for child in leftovers:
+                child.cancel()
+
+            async def reap() -> None:
+                await asyncio.wait(leftovers)
+                _notify(run.token, lambda: run.finish(result))
+
+            loop.create_task(reap(), context=contextvars.Context())
 
         task.add_done_callback(done)
 
@@ -448,6 +497,8 @@ class AsyncioBridge:
         run.cancel_requested = True
         if run.task is not None:
             run.task.cancel()
+        for child in list(run.children):
+            child.cancel()
 
     # ------------------------------------------------------------------ closing
 
@@ -498,10 +549,14 @@ class AsyncioBridge:
             if tasks:
                 _, pending = await asyncio.wait(tasks, timeout=grace)
                 if pending:
-                    self._count_abandoned(len(pending))
+                    self._left_at_close += len(pending)
+                    # Kept referenced for the life of the process: destroying
+                    # a suspended task would resume its code (GeneratorExit)
+                    # on a closed loop, where it can only fail in new ways.
+                    _UNFINISHED.extend(pending)
                     logger.warning(
                         "closing the asyncio bridge: %d task(s) ignored cancellation; "
-                        "stopping the loop anyway",
+                        "stopping the loop with them unfinished",
                         len(pending),
                     )
             loop.stop()

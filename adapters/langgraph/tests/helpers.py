@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import attrs
+import trio
 
 import band_trio
 from band_trio.local import HumanClient, LocalPlatform
@@ -86,3 +87,17 @@ async def agent_in_rooms(
             yield [
                 Room(platform, human, str(room["id"]), creds.id, creds.handle) for room in made
             ]
+
+
+async def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> None:
+    """Wait (real time) until ``predicate()`` is true, re-checking every few ms.
+
+    The state polled is spread over the platform, the agent and the bridge's
+    thread, so no single event announces the change.
+
+    Raises:
+        trio.TooSlowError: it did not become true within ``within`` seconds.
+    """
+    with trio.fail_after(within):
+        while not predicate():  # noqa: ASYNC110 - polling state spread over threads
+            await trio.sleep(0.005)
