@@ -38,12 +38,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
-from langchain_core.messages import AIMessage, HumanMessage
-
-from band_trio import Emit, ToolResult
 from band_trio_langgraph import AsyncioBridge, build_agent_graph
 from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from band_trio_langgraph.tools import BandTool, TurnState
+from langchain_core.messages import AIMessage, HumanMessage
+
+from band_trio import Emit, ToolResult
 
 _CLOCK = time.perf_counter
 

@@ -144,9 +144,7 @@ class LangGraphAdapterConfig:
         BandConfigError: a value of the wrong type or out of range.
     """
 
-    system_prompt: str | None = attrs.field(
-        default=None, validator=_optional_text("system_prompt")
-    )
+    system_prompt: str | None = attrs.field(default=None, validator=_optional_text("system_prompt"))
     custom_section: str = attrs.field(default="", validator=_optional_text("custom_section"))
     include_base_instructions: bool = True
     recursion_limit: int = attrs.field(
@@ -319,7 +317,11 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
             raise BandConfigError(
                 f"config must be a LangGraphAdapterConfig; got {type(config).__name__}"
             )
-        given = [n for n, v in (("model", model), ("graph_factory", graph_factory), ("graph", graph)) if v is not None]
+        given = [
+            n
+            for n, v in (("model", model), ("graph_factory", graph_factory), ("graph", graph))
+            if v is not None
+        ]
         if len(given) != 1:
             raise BandConfigError(
                 "give exactly one of model (simple pattern), graph_factory or graph "
@@ -334,9 +336,7 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
             if not isinstance(tool, BaseTool):
                 raise BandConfigError(f"tools must be LangChain tools; got {type(tool).__name__}")
         names = [t.name for t in plain] + [d.name for d in (custom_tools or ())]
-        clashes = sorted(
-            {n for n in names if names.count(n) > 1 or n.startswith("band_")}
-        )
+        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
         if clashes:
             raise BandConfigError(
                 f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
@@ -357,8 +357,8 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         self._plain_tools = wrap_tools(plain)
         self._checkpointer_arg = checkpointer
         self._owns_bridge = bridge is None
-        self.bridge = bridge if bridge is not None else AsyncioBridge(
-            cancel_grace=config.cancel_grace
+        self.bridge = (
+            bridge if bridge is not None else AsyncioBridge(cancel_grace=config.cancel_grace)
         )
         self._system_prompt: str | None = None
         # Touched only on the bridge's loop thread (inside runs).
@@ -471,7 +471,10 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         except Exception as exc:
             code = "recursion_limit" if isinstance(exc, GraphRecursionError) else None
             logger.error(
-                "room %s: the graph failed: %s: %s", room_id, type(exc).__name__, exc,
+                "room %s: the graph failed: %s: %s",
+                room_id,
+                type(exc).__name__,
+                exc,
                 exc_info=not isinstance(exc, GraphRecursionError),
             )
             await report_failure(tools, AgentFailure.generic(PROVIDER, code=code))
@@ -551,9 +554,7 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         if self.static_graph is not None:
             graph = self._with_checkpointer(self.static_graph, saver)
         else:
-            tools: list[BaseTool] = [
-                BandTool.from_schema(s) for s in schemas
-            ]
+            tools: list[BaseTool] = [BandTool.from_schema(s) for s in schemas]
             tools.extend(self._plain_tools)
             if self.model is not None:
                 graph = cast(

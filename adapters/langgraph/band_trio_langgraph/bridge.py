@@ -33,6 +33,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import sys
@@ -40,7 +41,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import attrs
 import outcome
@@ -61,9 +62,11 @@ logger = logging.getLogger("band_trio_langgraph.bridge")
 
 T = TypeVar("T")
 
-_LOOP_FACTORY: Final[Callable[[], asyncio.AbstractEventLoop]] = (
-    asyncio.ProactorEventLoop if sys.platform == "win32" else asyncio.SelectorEventLoop
-)
+_LOOP_FACTORY: Callable[[], asyncio.AbstractEventLoop]
+if sys.platform == "win32":
+    _LOOP_FACTORY = asyncio.ProactorEventLoop
+else:
+    _LOOP_FACTORY = asyncio.SelectorEventLoop
 
 DEFAULT_CANCEL_GRACE: Final = 2.0
 """Seconds a cancelled asyncio task gets to unwind before it is abandoned."""
@@ -127,18 +130,14 @@ def _task_factory(
 
 def _notify(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> None:
     """Run ``fn`` on the Trio thread; nothing when the Trio run has ended."""
-    try:
+    with contextlib.suppress(trio.RunFinishedError):
         token.run_sync_soon(fn)
-    except trio.RunFinishedError:
-        pass
 
 
 def _call_in_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> None:
     """Run ``fn(*args)`` on the loop thread; nothing when the loop is closed."""
-    try:
+    with contextlib.suppress(RuntimeError):  # the loop is closed
         loop.call_soon_threadsafe(fn, *args)
-    except RuntimeError:  # the loop is closed
-        pass
 
 
 def _set_result(future: asyncio.Future[Any], value: Any) -> None:
@@ -361,7 +360,7 @@ class AsyncioBridge:
             # Not asyncio.new_event_loop(): a library (trio-asyncio) may
             # replace the policy so that it refuses to run inside Trio.
             loop = _LOOP_FACTORY()
-            loop.set_task_factory(_task_factory)
+            loop.set_task_factory(cast(Any, _task_factory))
             thread = threading.Thread(
                 target=self._thread_main, args=(loop,), name=self._thread_name, daemon=True
             )
@@ -465,9 +464,7 @@ class AsyncioBridge:
         def done(t: asyncio.Task[Any]) -> None:
             result: outcome.Outcome[Any]
             if t.cancelled():
-                result = outcome.Error(
-                    AsyncioTaskCancelledError("the asyncio task was cancelled")
-                )
+                result = outcome.Error(AsyncioTaskCancelledError("the asyncio task was cancelled"))
             elif (exc := t.exception()) is not None:
                 result = outcome.Error(exc)
             else:

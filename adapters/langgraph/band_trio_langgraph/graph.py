@@ -16,7 +16,7 @@ thread holds exactly one leading system prompt: the current one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -150,11 +150,11 @@ def build_agent_graph(
             results.append(result)
         return {"messages": results}
 
-    def after_model(state: MessagesState) -> Literal["tools", "__end__"]:
+    def after_model(state: MessagesState) -> str:
         last = state["messages"][-1]
         return _TOOLS if isinstance(last, AIMessage) and last.tool_calls else END
 
-    def after_tools(state: MessagesState) -> Literal["model", "__end__"]:
+    def after_tools(state: MessagesState) -> str:
         return END if declined(state["messages"]) else _MODEL
 
     builder = StateGraph(MessagesState)

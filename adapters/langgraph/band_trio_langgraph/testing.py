@@ -113,7 +113,8 @@ class ScriptedChatModel(BaseChatModel):
     _calls: list[ScriptedCall] = PrivateAttr(default_factory=list)
 
     def __init__(self, script: Sequence[Step] = (), *, default: Step | None = None) -> None:
-        super().__init__(script=list(script), default=default)
+        fields: dict[str, Any] = {"script": list(script), "default": default}
+        super().__init__(**fields)
 
     @property
     def _llm_type(self) -> str:
@@ -138,7 +139,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind tools: the model records them with each call."""
         schemas = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=schemas, **kwargs)  # type: ignore[return-value]
+        return self.bind(tools=schemas, **kwargs)
 
     def _next_step(self) -> Any:
         if self._position < len(self.script):

@@ -298,4 +298,7 @@ class LangChainToolWrapper(BaseTool):
 
 def wrap_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
     """Plain LangChain tools wrapped for events and error handling."""
-    return [t if isinstance(t, BandTool | LangChainToolWrapper) else LangChainToolWrapper.wrap(t) for t in tools]
+    return [
+        t if isinstance(t, BandTool | LangChainToolWrapper) else LangChainToolWrapper.wrap(t)
+        for t in tools
+    ]

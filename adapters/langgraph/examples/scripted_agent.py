@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 import trio
+from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
+from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 
 import band_trio
 from band_trio.local import HumanClient, open_local_platform
-from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
-from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 
 
 def scripted_model(user_id: str) -> ScriptedChatModel:

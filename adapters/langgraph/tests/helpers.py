@@ -84,9 +84,7 @@ async def agent_in_rooms(
             ws_url=platform.ws_url,
             config=cfg,
         ):
-            yield [
-                Room(platform, human, str(room["id"]), creds.id, creds.handle) for room in made
-            ]
+            yield [Room(platform, human, str(room["id"]), creds.id, creds.handle) for room in made]
 
 
 async def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> None:

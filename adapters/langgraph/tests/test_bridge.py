@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import trio
-
 from band_trio_langgraph import (
     AsyncioBridge,
     AsyncioTaskCancelledError,
@@ -93,13 +92,19 @@ async def test_portal_calls_run_on_the_trio_thread_with_the_callers_objects() ->
 
 
 async def test_cancelling_the_caller_cancels_the_task_promptly() -> None:
-    started, unwound = threading.Event(), threading.Event()
+    started, unwound = trio.Event(), threading.Event()
 
-    async def body(_portal: TrioPortal) -> None:
+    async def mark() -> None:
         started.set()
+
+    async def body(portal: TrioPortal) -> None:
+        # Signalled without waiting for it: the task is already sleeping when
+        # the Trio side hears of it.
+        signal = asyncio.ensure_future(portal.run(mark))
         try:
             await asyncio.sleep(3600)
         finally:
+            signal.cancel()
             unwound.set()
 
     with trio.fail_after(10):
@@ -107,8 +112,7 @@ async def test_cancelling_the_caller_cancels_the_task_promptly() -> None:
             with trio.CancelScope() as scope:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(bridge.run, body)
-                    while not started.is_set():
-                        await trio.sleep(0.001)
+                    await started.wait()
                     before = trio.current_time()
                     scope.cancel()
             # Returned as soon as the task unwound, far below the grace.
@@ -138,11 +142,10 @@ async def test_cancelling_the_caller_cancels_the_trio_calls_of_the_task() -> Non
             raise
 
     with trio.fail_after(10):
-        async with AsyncioBridge() as bridge:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(bridge.run, body)
-                await entered.wait()
-                nursery.cancel_scope.cancel()
+        async with AsyncioBridge() as bridge, trio.open_nursery() as nursery:
+            nursery.start_soon(bridge.run, body)
+            await entered.wait()
+            nursery.cancel_scope.cancel()
     assert trio_cancelled.is_set()
     assert asyncio_saw == ["cancelled"]
 
@@ -179,7 +182,8 @@ async def test_a_task_ignoring_cancellation_is_abandoned_after_the_grace() -> No
     assert bridge_threads() == []
     stats = bridge.statistics()
     assert (stats.abandoned, stats.left_at_close, stats.stuck_threads) == (1, 1, 0)
-    assert late_calls and all(isinstance(e, BridgeClosedError) for e in late_calls)
+    assert late_calls
+    assert all(isinstance(e, BridgeClosedError) for e in late_calls)
 
 
 async def _answer(_portal: TrioPortal) -> int:
@@ -200,10 +204,9 @@ async def test_rooms_share_one_loop_and_run_concurrently() -> None:
         await asyncio.wait_for(both.wait(), timeout=5)
 
     with trio.fail_after(10):
-        async with AsyncioBridge() as bridge:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(bridge.run, body)
-                nursery.start_soon(bridge.run, body)
+        async with AsyncioBridge() as bridge, trio.open_nursery() as nursery:
+            nursery.start_soon(bridge.run, body)
+            nursery.start_soon(bridge.run, body)
     assert len(threads) == 1
     assert len(arrived) == 2
 

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import trio
+from band_trio_langgraph import LangGraphAdapter, band_tools
+from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from helpers import agent_in_rooms
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
@@ -15,8 +17,6 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from band_trio import Capability, CustomTools, get_openai_tool_schemas
 from band_trio.local import LocalPlatform
-from band_trio_langgraph import LangGraphAdapter, band_tools
-from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 
 
 def react_graph(model: ScriptedChatModel, tools: list[BaseTool]) -> Any:

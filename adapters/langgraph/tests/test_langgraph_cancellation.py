@@ -11,13 +11,13 @@ from typing import Any
 
 import attrs
 import trio
+from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
+from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
+from band_trio_langgraph.tools import current_turn
 from helpers import agent_in_rooms, bridge_threads, wait_until
 from langchain_core.messages import AIMessage
 
 from band_trio.local import LocalPlatform
-from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
-from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
-from band_trio_langgraph.tools import current_turn
 
 
 @attrs.define

@@ -4,22 +4,25 @@ valid message list for a tool-calling model."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
+from band_trio_langgraph import HISTORY_START, INTERRUPTED_TOOL_RESULT, LangChainHistoryConverter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from band_trio import HistoryItem
-from band_trio_langgraph import HISTORY_START, INTERRUPTED_TOOL_RESULT, LangChainHistoryConverter
 
 
 def own(kind: str, content: str, message_id: str | None = None) -> HistoryItem:
     return HistoryItem("assistant", content, "Bot", "Agent", kind, message_id=message_id)
 
 
-def other(content: str, name: str = "Alice", kind: str = "text", sender_type: str = "User") -> HistoryItem:
+def other(
+    content: str, name: str = "Alice", kind: str = "text", sender_type: str = "User"
+) -> HistoryItem:
     return HistoryItem("user", content, name, sender_type, kind)
 
 
@@ -27,8 +30,12 @@ def call(call_id: str, name: str = "band_send_message", args: Any = None) -> str
     return json.dumps({"name": name, "args": args or {}, "tool_call_id": call_id})
 
 
-def result(call_id: str, output: Any = "ok", name: str = "band_send_message", is_error: bool = False) -> str:
-    return json.dumps({"name": name, "output": output, "tool_call_id": call_id, "is_error": is_error})
+def result(
+    call_id: str, output: Any = "ok", name: str = "band_send_message", is_error: bool = False
+) -> str:
+    return json.dumps(
+        {"name": name, "output": output, "tool_call_id": call_id, "is_error": is_error}
+    )
 
 
 convert = LangChainHistoryConverter().convert
@@ -46,7 +53,12 @@ def test_a_reply_through_a_tool_becomes_one_call_answered_once() -> None:
     human, ai, tool = messages
     assert human.content == "[Alice]: hi @bot"
     assert ai.tool_calls == [
-        {"id": "c1", "name": "band_send_message", "args": {"content": "hello", "mentions": ["alice"]}, "type": "tool_call"}
+        {
+            "id": "c1",
+            "name": "band_send_message",
+            "args": {"content": "hello", "mentions": ["alice"]},
+            "type": "tool_call",
+        }
     ]
     assert (tool.tool_call_id, tool.content, tool.status) == ("c1", '{"id": "m2"}', "success")
 
@@ -75,7 +87,9 @@ def test_orphan_and_repeated_results_and_other_agents_tool_events_are_skipped() 
     items = [
         other("go"),
         own("tool_result", result("ghost")),
-        other(call("z", "band_send_message"), name="Other bot", kind="tool_call", sender_type="Agent"),
+        other(
+            call("z", "band_send_message"), name="Other bot", kind="tool_call", sender_type="Agent"
+        ),
         own("tool_call", call("c1", "band_get_participants")),
         own("tool_result", result("c1")),
         own("tool_result", result("c1", "again")),
@@ -88,10 +102,16 @@ def test_orphan_and_repeated_results_and_other_agents_tool_events_are_skipped() 
 
 def test_senders_are_named_and_own_text_is_the_agent() -> None:
     messages = convert(
-        [own("text", "I said this", "m1"), other("hello", name=""), other("sys", name="", sender_type="System")]
+        [
+            own("text", "I said this", "m1"),
+            other("hello", name=""),
+            other("sys", name="", sender_type="System"),
+        ]
     )
-    assert isinstance(messages[0], HumanMessage) and messages[0].content == HISTORY_START
-    assert isinstance(messages[1], AIMessage) and messages[1].content == "I said this"
+    assert isinstance(messages[0], HumanMessage)
+    assert messages[0].content == HISTORY_START
+    assert isinstance(messages[1], AIMessage)
+    assert messages[1].content == "I said this"
     assert messages[1].id == "band-m1"
     assert messages[2].content == "[User]: hello"  # no "[]:"
     assert messages[3].content == "[System]: sys"
@@ -116,14 +136,19 @@ NAMES = st.sampled_from(["band_send_message", "band_get_participants", "band_no_
 IDS = st.sampled_from(["c1", "c2", "c3", "", "c 4"])
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=5,
 )
 
 
 @st.composite
 def tool_event(draw: Any, kind: str) -> str:
-    body: dict[str, Any] = {"name": draw(NAMES | st.text(max_size=4)), "tool_call_id": draw(IDS | st.integers())}
+    body: dict[str, Any] = {
+        "name": draw(NAMES | st.text(max_size=4)),
+        "tool_call_id": draw(IDS | st.integers()),
+    }
     if kind == "tool_call":
         body["args"] = draw(JSONISH)
     else:
@@ -134,11 +159,19 @@ def tool_event(draw: Any, kind: str) -> str:
 
 @st.composite
 def history_item(draw: Any) -> Any:
-    kind = draw(st.sampled_from(["text", "tool_call", "tool_result", "thought", "task", "error", ""]))
-    content = draw(tool_event(kind)) if kind in ("tool_call", "tool_result") else draw(st.text(max_size=8))
+    kind = draw(
+        st.sampled_from(["text", "tool_call", "tool_result", "thought", "task", "error", ""])
+    )
+    content = (
+        draw(tool_event(kind))
+        if kind in ("tool_call", "tool_result")
+        else draw(st.text(max_size=8))
+    )
     role = draw(st.sampled_from(["assistant", "user"]))
     if draw(st.integers(0, 9)) == 0:
-        return draw(st.none() | st.integers() | st.dictionaries(st.text(max_size=3), JSONISH, max_size=3))
+        return draw(
+            st.none() | st.integers() | st.dictionaries(st.text(max_size=3), JSONISH, max_size=3)
+        )
     return HistoryItem(
         role,
         content,
@@ -167,7 +200,8 @@ def test_the_output_is_always_valid_for_a_tool_calling_model(items: list[Any]) -
         if isinstance(message, AIMessage) and message.tool_calls:
             ids = [c["id"] for c in message.tool_calls]
             assert all(isinstance(i, str) and i.strip() for i in ids)
-            assert not seen_calls & set(ids) and len(set(ids)) == len(ids)
+            assert not seen_calls & set(ids)
+            assert len(set(ids)) == len(ids)
             seen_calls |= set(ids)
             answers = messages[index : index + len(ids)]
             # every call answered once, in order, right after it
@@ -180,11 +214,13 @@ def test_the_output_is_always_valid_for_a_tool_calling_model(items: list[Any]) -
 def test_other_agents_tool_events_never_become_this_agents_calls(items: list[Any]) -> None:
     own_call_ids = set()
     for item in items:
-        if isinstance(item, HistoryItem) and item.role == "assistant" and item.message_type == "tool_call":
-            try:
+        if (
+            isinstance(item, HistoryItem)
+            and item.role == "assistant"
+            and item.message_type == "tool_call"
+        ):
+            with contextlib.suppress(ValueError, KeyError, TypeError):
                 own_call_ids.add(json.loads(item.content)["tool_call_id"])
-            except (ValueError, KeyError, TypeError):
-                pass
     for message in convert(items):
         if isinstance(message, AIMessage):
             assert {c["id"] for c in message.tool_calls} <= own_call_ids

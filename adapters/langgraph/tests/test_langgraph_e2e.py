@@ -8,13 +8,13 @@ import json
 from typing import Any
 
 import trio
+from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
+from band_trio_langgraph._core_names import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
+from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from helpers import agent_in_rooms, bridge_threads
 from langchain_core.messages import ToolMessage
 
 from band_trio.local import LocalPlatform
-from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
-from band_trio_langgraph._core_names import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
-from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 
 
 async def test_simple_pattern_replies_through_send_message(band_platform: LocalPlatform) -> None:
@@ -37,14 +37,29 @@ async def test_simple_pattern_replies_through_send_message(band_platform: LocalP
 
     (reply,) = room.from_agent("text")
     assert reply.content.endswith("4.")
-    assert [m.message_type for m in room.from_agent()] == ["tool_call", "text", "tool_result", "task"]
+    assert [m.message_type for m in room.from_agent()] == [
+        "tool_call",
+        "text",
+        "tool_result",
+        "task",
+    ]
     (call,) = room.events("tool_call")
-    assert call == {"name": "band_send_message", "args": {"content": "4.", "mentions": [user_id]}, "tool_call_id": "c1"}
+    assert call == {
+        "name": "band_send_message",
+        "args": {"content": "4.", "mentions": [user_id]},
+        "tool_call_id": "c1",
+    }
     (result,) = room.events("tool_result")
-    assert result["tool_call_id"] == "c1" and result["is_error"] is False
+    assert result["tool_call_id"] == "c1"
+    assert result["is_error"] is False
     assert json.loads(result["output"])["id"] == reply.id
     usage = room.from_agent("task")[0].metadata["band_usage"]
-    assert usage == {"input_tokens": 230, "output_tokens": 25, "cache_read_tokens": 40, "cache_write_tokens": 0}
+    assert usage == {
+        "input_tokens": 230,
+        "output_tokens": 25,
+        "cache_read_tokens": 40,
+        "cache_write_tokens": 0,
+    }
     assert model.exhausted
     assert bridge_threads() == []
 
@@ -64,7 +79,11 @@ async def test_no_reply_ends_the_turn_without_another_model_call(
     assert room.from_agent("text") == []
     assert room.from_agent("error") == []
     (result,) = room.events("tool_result")
-    assert (result["name"], result["tool_call_id"], result["is_error"]) == ("band_no_reply", "n1", False)
+    assert (result["name"], result["tool_call_id"], result["is_error"]) == (
+        "band_no_reply",
+        "n1",
+        False,
+    )
     assert len(model.calls) == 1
 
 
@@ -94,7 +113,8 @@ async def test_a_failed_tool_call_reaches_the_model_as_an_error_and_the_turn_goe
 
     (error_message,) = seen
     assert isinstance(error_message, ToolMessage)
-    assert error_message.status == "error" and error_message.tool_call_id == "c1"
+    assert error_message.status == "error"
+    assert error_message.tool_call_id == "c1"
     assert "mentions" in str(error_message.content)
     first, second = room.events("tool_result")
     assert (first["tool_call_id"], first["is_error"]) == ("c1", True)

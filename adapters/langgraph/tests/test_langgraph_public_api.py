@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-from langchain_core.messages import BaseMessage
-
 import band_trio_langgraph
-from band_trio import BandConfigError, CustomTools, Emit, SimpleAdapter
+import pytest
 from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
 from band_trio_langgraph.testing import ScriptedChatModel
+from langchain_core.messages import BaseMessage
+
+from band_trio import BandConfigError, CustomTools, Emit, SimpleAdapter
 
 
 def test_public_names() -> None:
@@ -59,7 +59,12 @@ def test_exactly_one_pattern(kwargs: dict[str, object]) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("recursion_limit", 0), ("recursion_limit", True), ("cancel_grace", -1), ("custom_section", 3)],
+    [
+        ("recursion_limit", 0),
+        ("recursion_limit", True),
+        ("cancel_grace", -1),
+        ("custom_section", 3),
+    ],
 )
 def test_config_values_are_checked(field: str, value: object) -> None:
     with pytest.raises(BandConfigError, match=field):

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from band_trio_langgraph import LangGraphAdapter
+from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from helpers import agent_in_rooms, bridge_threads
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from band_trio.local import LocalPlatform
-from band_trio_langgraph import LangGraphAdapter
-from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 
 
 def replying_model(user_id: str, text: str, call_id: str) -> ScriptedChatModel:
@@ -68,7 +68,8 @@ async def test_a_fresh_thread_gets_the_room_history_once(
     assert len(humans_saying(shown, "question one")) == 1
     assert tool_call_ids(shown) == ["c1"]
     (result,) = [m for m in shown if isinstance(m, ToolMessage)]
-    assert result.tool_call_id == "c1" and result.status == "success"
+    assert result.tool_call_id == "c1"
+    assert result.status == "success"
     assert str(shown[-1].content).endswith("question two")
 
 
