@@ -18,7 +18,7 @@ from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
 from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 
 import band_trio
-from band_trio.local import HumanClient, open_local_platform
+from band_trio import HumanClient, open_local_platform
 
 
 def scripted_model(user_id: str) -> ScriptedChatModel:

@@ -14,7 +14,7 @@ import attrs
 import trio
 
 import band_trio
-from band_trio.local import HumanClient, LocalPlatform
+from band_trio import HumanClient, LocalPlatform
 
 
 @attrs.define

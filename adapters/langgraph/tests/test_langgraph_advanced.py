@@ -15,8 +15,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from band_trio import Capability, CustomTools, get_openai_tool_schemas
-from band_trio.local import LocalPlatform
+from band_trio import Capability, CustomTools, LocalPlatform, get_openai_tool_schemas
 
 
 def react_graph(model: ScriptedChatModel, tools: list[BaseTool]) -> Any:

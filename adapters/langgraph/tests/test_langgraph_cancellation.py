@@ -17,7 +17,7 @@ from band_trio_langgraph.tools import current_turn
 from helpers import agent_in_rooms, bridge_threads, wait_until
 from langchain_core.messages import AIMessage
 
-from band_trio.local import LocalPlatform
+from band_trio import LocalPlatform
 
 
 @attrs.define

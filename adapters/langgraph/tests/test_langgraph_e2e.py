@@ -14,7 +14,7 @@ from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from helpers import agent_in_rooms, bridge_threads
 from langchain_core.messages import ToolMessage
 
-from band_trio.local import LocalPlatform
+from band_trio import LocalPlatform
 
 
 async def test_simple_pattern_replies_through_send_message(band_platform: LocalPlatform) -> None:

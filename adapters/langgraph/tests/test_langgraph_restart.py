@@ -15,7 +15,7 @@ from helpers import agent_in_rooms, bridge_threads
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from band_trio.local import LocalPlatform
+from band_trio import LocalPlatform
 
 
 def replying_model(user_id: str, text: str, call_id: str) -> ScriptedChatModel:
