@@ -22,6 +22,9 @@ Usage::
 
     uv run python benchmarks/bench_langgraph_bridge.py               # 1,000 turns, T = 0 and 2
     uv run python benchmarks/bench_langgraph_bridge.py --turns 200 --tool-calls 0 1 4
+    uv run python benchmarks/bench_langgraph_bridge.py --cpu   # CPU time of all threads
+
+It also times the bridge alone (a run making trivial Trio calls, no LangGraph).
 """
 
 from __future__ import annotations
@@ -166,11 +169,36 @@ def run_trio_asyncio(turns: int, tool_calls: int) -> float:
     return trio.run(main)
 
 
+def run_hops(turns: int, tool_calls: int) -> float:
+    """The bridge alone: a run whose coroutine makes ``tool_calls`` trivial Trio calls."""
+
+    async def noop() -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def body(portal: Any) -> None:
+        for _ in range(tool_calls):
+            await portal.run(noop)
+
+    async def main() -> float:
+        async with AsyncioBridge() as bridge:
+            for _ in range(20):
+                await bridge.run(body)
+            start = _clock()
+            for _ in range(turns):
+                await bridge.run(body)
+            return _clock() - start
+
+    return trio.run(main)
+
+
 MODES: dict[str, Callable[[int, int], float]] = {
     "asyncio": run_asyncio,
     "thread": run_thread,
     "trio-asyncio": run_trio_asyncio,
 }
+
+
+ALL_MODES = {**MODES, "hops": run_hops}
 
 
 def measure(mode: str, turns: int, tool_calls: int, cpu: bool) -> float:
@@ -188,7 +216,7 @@ def measure(mode: str, turns: int, tool_calls: int, cpu: bool) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--one", choices=sorted(MODES), help=argparse.SUPPRESS)
+    parser.add_argument("--one", choices=sorted(ALL_MODES), help=argparse.SUPPRESS)
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument(
         "--cpu",
@@ -203,7 +231,7 @@ def main() -> None:
         global _CLOCK
         _CLOCK = time.process_time
     if args.one:
-        print(MODES[args.one](args.turns, args.tool_calls[0]) / args.turns * 1e6)
+        print(ALL_MODES[args.one](args.turns, args.tool_calls[0]) / args.turns * 1e6)
         return
 
     results: dict[str, Any] = {
@@ -241,6 +269,16 @@ def main() -> None:
             per_call[mode] = call_over
             print(f"  {mode:<13} {turn_over:7.0f} us per turn  {call_over:7.0f} us per tool call")
         results["overhead_per_tool_call_us"] = per_call
+        # The bridge alone, without LangGraph: what one run and one Trio call cost.
+        hops = {
+            str(calls): statistics.median(
+                measure("hops", args.turns, calls, args.cpu) for _ in range(args.repeat)
+            )
+            for calls in (lo, hi)
+        }
+        per_hop = (hops[str(hi)] - hops[str(lo)]) / (hi - lo)
+        results["bridge_alone_us"] = {"per_run": hops[str(lo)], "per_trio_call": per_hop}
+        print(f"  bridge alone: {hops[str(lo)]:7.0f} us per run  {per_hop:7.0f} us per Trio call")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -150,11 +150,13 @@ def build_agent_graph(
             results.append(result)
         return {"messages": results}
 
-    def after_model(state: MessagesState) -> str:
+    # Async on purpose: LangGraph runs a sync routing function in a worker
+    # thread of the loop's executor, a thread hop per step for nothing.
+    async def after_model(state: MessagesState) -> str:
         last = state["messages"][-1]
         return _TOOLS if isinstance(last, AIMessage) and last.tool_calls else END
 
-    def after_tools(state: MessagesState) -> str:
+    async def after_tools(state: MessagesState) -> str:
         return END if declined(state["messages"]) else _MODEL
 
     builder = StateGraph(MessagesState)
