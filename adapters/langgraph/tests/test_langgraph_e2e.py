@@ -153,6 +153,9 @@ async def test_reaching_the_recursion_limit_fails_the_turn_with_one_generic_repo
     assert (failure["provider"], failure["code"]) == ("langgraph", "recursion_limit")
     assert report.content == GENERIC_FAILURE_MESSAGE
     assert len(model.calls) == 3  # model, tools, model, tools, model: 5 super-steps
+    # emit=(): no tool events and no usage event of the adapter's own
+    assert room.from_agent("tool_call") == room.from_agent("tool_result") == []
+    assert room.from_agent("task") == []
 
 
 async def test_two_rooms_run_their_graphs_concurrently(band_platform: LocalPlatform) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import band_trio_langgraph
 import pytest
-from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
+from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig, band_tools
 from band_trio_langgraph.testing import ScriptedChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from band_trio import BandConfigError, CustomTools, Emit, SimpleAdapter
 
@@ -101,3 +103,29 @@ def test_tool_names_may_not_clash() -> None:
 def test_unsupported_emit_kinds_are_refused() -> None:
     with pytest.raises(BandConfigError, match="task_events"):
         LangGraphAdapter(model=ScriptedChatModel(), emit=Emit.TASK_EVENTS)
+
+
+def test_band_tools_outside_a_turn_answer_with_an_error() -> None:
+    (send, *_) = band_tools()
+    call = {
+        "name": send.name,
+        "args": {"content": "x", "mentions": ["a"]},
+        "id": "c1",
+        "type": "tool_call",
+    }
+    message = asyncio.run(send.ainvoke(call))
+    assert isinstance(message, ToolMessage)
+    assert message.status == "error"
+    assert "no Band turn is running" in str(message.content)
+
+
+async def test_an_adapter_used_without_an_agent_closes_its_bridge() -> None:
+    adapter = LangGraphAdapter(model=ScriptedChatModel())
+
+    async def answer(_portal: object) -> int:
+        return 7
+
+    assert await adapter.bridge.run(answer) == 7
+    assert adapter.statistics().bridge.thread_running
+    await adapter.aclose()
+    assert not adapter.statistics().bridge.thread_running
