@@ -54,7 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "adapters/anthro
 from anthropic_stub import Account, AnthropicStub, Reply, message, text, tool_use
 from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig
 
-from band_trio import Capability, PlatformMessage
+from band_trio import (
+    Capability,
+    PlatformMessage,
+)
 from band_trio.testing import FakeAgentTools
 
 RESULTS = Path(__file__).resolve().parent / "results" / "anthropic-tokens.json"

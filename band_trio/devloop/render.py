@@ -13,9 +13,7 @@ from typing import Any
 
 import attrs
 
-from band_trio.adapter import (
-    is_usage_event,
-)
+from band_trio.adapter import is_usage_event
 
 __all__ = ["Roster", "render_event", "render_message", "shorten"]
 

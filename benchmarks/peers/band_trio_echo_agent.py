@@ -30,9 +30,7 @@ from band_trio import (
     AgentSettings,
 )
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage, SimpleAdapter
-from band_trio.runtime import (
-    PlatformRuntime,
-)
+from band_trio.runtime import PlatformRuntime
 from band_trio.wire.rest import RestConfig
 
 

@@ -9,12 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio import (
-    Capability,
-)
-from band_trio.adapter import (
-    render_system_prompt,
-)
+from band_trio import Capability
+from band_trio.adapter import render_system_prompt
 
 BASE_HEADINGS = [
     "## Environment",

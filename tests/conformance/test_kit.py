@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from band_trio import (
-    BandConfigError,
-)
+from band_trio import BandConfigError
 from band_trio.testing import conformance
 from band_trio.testing.conformance import (
     CI_PROFILE,

@@ -24,12 +24,8 @@ from band_trio import (
     AgentConfig,
     AgentSettings,
 )
-from band_trio.errors import (
-    JoinError,
-)
-from band_trio.runtime import (
-    PlatformRuntime,
-)
+from band_trio.errors import JoinError
+from band_trio.runtime import PlatformRuntime
 from band_trio.testing.conformance._runtime_access import LocalPlatform, RetryPolicy
 from band_trio.wire import (
     EventRejected,

@@ -12,9 +12,7 @@ rooms, messages, deliveries, the WebSocket hub.)
 
 from __future__ import annotations
 
-from band_trio import (
-    MissingExtraError,
-)
+from band_trio import MissingExtraError
 
 try:
     import hypothesis  # noqa: F401

@@ -63,9 +63,7 @@ from band_trio.testing.conformance.steps import (
     Wait,
 )
 from band_trio.testing.conformance.trace import LoopBlockDetector, ObservedAdapter, Trace
-from band_trio.wire import (
-    room_topics,
-)
+from band_trio.wire import room_topics
 
 __all__ = ["AdapterFactory", "RunOptions", "ScenarioResult", "run_scenario"]
 

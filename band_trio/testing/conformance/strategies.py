@@ -16,9 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from band_trio import (
-    HistoryItem,
-)
+from band_trio import HistoryItem
 from band_trio.testing.conformance.steps import (
     AddRoom,
     DeleteRoom,

@@ -71,9 +71,7 @@ from band_trio.wire.models._message_models import (
     MessageStatus,
     Recipient,
 )
-from band_trio.wire.models._model_base import (
-    is_request_model,
-)
+from band_trio.wire.models._model_base import is_request_model
 from band_trio.wire.models._pages import (
     CursorPage,
     Page,

@@ -1,0 +1,605 @@
+"""``LangGraphAdapter``: a band-trio agent whose turns run a LangGraph graph.
+
+Two patterns:
+
+* **simple**: give a chat model; the adapter builds the tool-calling agent
+  graph of :mod:`band_trio_langgraph.graph` with the platform tools (and any
+  custom tools), compiled once per room and reused while the room's tool set
+  is unchanged;
+* **advanced**: give ``graph_factory(tools) -> compiled graph`` (called once
+  per room and tool set, with the Band tools as LangChain tools), or a static
+  compiled ``graph``.
+
+The graph runs on the asyncio loop of an :class:`~band_trio_langgraph.bridge.
+AsyncioBridge` (a worker thread); the Band tools it calls run on Trio, on the
+turn's tools object. The thread id of a room is the room id; the checkpointer
+defaults to an in-memory saver. Nothing reaches the room except through
+tools: the graph's final text is never posted, and a turn that neither
+replied nor declined is judged by the runtime like every adapter's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final, Protocol, cast
+
+import attrs
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import LLMResult
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
+
+from band_trio import (
+    AgentFailure,
+    AgentToolsProtocol,
+    BandConfigError,
+    Capability,
+    CustomTools,
+    Emit,
+    HistoryConverter,
+    PlatformMessage,
+    SimpleAdapter,
+    get_tool_schemas,
+)
+from band_trio.adapter import (
+    Usage,
+    render_system_prompt,
+    report_failure,
+)
+from band_trio_langgraph._core_names import ToolCategory
+from band_trio_langgraph.bridge import (
+    DEFAULT_CANCEL_GRACE,
+    AsyncioBridge,
+    BridgeStatistics,
+    TrioPortal,
+)
+from band_trio_langgraph.converter import LangChainHistoryConverter
+from band_trio_langgraph.graph import build_agent_graph
+from band_trio_langgraph.tools import BandTool, TurnState, wrap_tools
+
+__all__ = [
+    "DEFAULT_RECURSION_LIMIT",
+    "PROVIDER",
+    "CheckpointerFactory",
+    "CompiledGraph",
+    "LangGraphAdapter",
+    "LangGraphAdapterConfig",
+    "LangGraphStatistics",
+    "band_tools",
+]
+
+logger = logging.getLogger("band_trio_langgraph")
+
+PROVIDER: Final = "langgraph"
+"""The ``provider`` of the adapter's failure reports."""
+DEFAULT_RECURSION_LIMIT: Final = 50
+"""LangGraph super-steps one turn may take (each model call and each tool round is one)."""
+
+
+class CompiledGraph(Protocol):
+    """What the adapter needs of a compiled LangGraph graph (``CompiledStateGraph``)."""
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None) -> Any:
+        """Run the graph to its end."""
+        ...
+
+
+CheckpointerFactory = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[Any]]]
+"""Opens a checkpointer on the bridge's asyncio loop (for savers bound to a loop,
+e.g. ``lambda: AsyncSqliteSaver.from_conn_string(path)``); closed at cleanup."""
+
+
+def _positive_int(name: str) -> Any:
+    def check(_inst: object, _attr: object, value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise BandConfigError(f"{name} must be a positive integer; got {value!r}")
+
+    return check
+
+
+def _non_negative(name: str) -> Any:
+    def check(_inst: object, _attr: object, value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise BandConfigError(f"{name} must be a number >= 0; got {value!r}")
+
+    return check
+
+
+def _optional_text(name: str) -> Any:
+    def check(_inst: object, _attr: object, value: object) -> None:
+        if value is not None and not isinstance(value, str):
+            raise BandConfigError(f"{name} must be a string; got {type(value).__name__}")
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class LangGraphAdapterConfig:
+    """Settings of a :class:`LangGraphAdapter` (immutable).
+
+    Attributes:
+        system_prompt: a complete system prompt; when set, ``custom_section``,
+            ``include_base_instructions`` and the capability sections are not used.
+        custom_section: text added to the rendered prompt.
+        include_base_instructions: include the Band environment, security,
+            activation, delegation and relaying sections.
+        recursion_limit: LangGraph super-steps one turn may take; reaching it
+            fails the turn (a generic failure report with code
+            ``"recursion_limit"``).
+        inject_system_prompt: None (default): the simple pattern gives the
+            prompt to every model call and advanced graphs get none; True: the
+            prompt is the first message of a new thread (both patterns);
+            False: no prompt at all.
+        cancel_grace: seconds a cancelled graph gets to unwind before it is
+            abandoned (only for the bridge the adapter creates itself).
+
+    Raises:
+        BandConfigError: a value of the wrong type or out of range.
+    """
+
+    system_prompt: str | None = attrs.field(default=None, validator=_optional_text("system_prompt"))
+    custom_section: str = attrs.field(default="", validator=_optional_text("custom_section"))
+    include_base_instructions: bool = True
+    recursion_limit: int = attrs.field(
+        default=DEFAULT_RECURSION_LIMIT, validator=_positive_int("recursion_limit")
+    )
+    inject_system_prompt: bool | None = None
+    cancel_grace: float = attrs.field(
+        default=DEFAULT_CANCEL_GRACE, validator=_non_negative("cancel_grace")
+    )
+
+
+@attrs.frozen
+class LangGraphStatistics:
+    """Counters of a :class:`LangGraphAdapter`.
+
+    Attributes:
+        compilations: graphs built (once per room and tool set).
+        rooms: rooms with a compiled graph now.
+        bridge: the bridge's counters (abandoned tasks, the thread).
+    """
+
+    compilations: int
+    rooms: int
+    bridge: BridgeStatistics
+
+
+def band_tools(
+    *,
+    capabilities: Iterable[Capability | str] | None = (),
+    include_tools: Iterable[str] | None = None,
+    exclude_tools: Iterable[str] | None = None,
+    include_categories: Iterable[ToolCategory | str] | None = None,
+    custom_tools: CustomTools | None = None,
+) -> list[BaseTool]:
+    """The Band tools as LangChain tools, for a static graph.
+
+    They act on the turn they are called in (a static graph run by a
+    :class:`LangGraphAdapter`); outside a turn they return an error. The turn's
+    tools object refuses tools the adapter's own features do not offer.
+    """
+    schemas = get_tool_schemas(
+        "openai",
+        capabilities=capabilities,
+        include_tools=include_tools,
+        exclude_tools=exclude_tools,
+        include_categories=include_categories,
+        custom_tools=custom_tools,
+    )
+    return [BandTool.from_schema(s) for s in schemas]
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _usage_of(message: AIMessage) -> Usage:
+    metadata = message.usage_metadata
+    if not metadata:
+        return Usage()
+    details = metadata.get("input_token_details") or {}
+    return Usage(
+        input_tokens=_count(metadata.get("input_tokens")),
+        output_tokens=_count(metadata.get("output_tokens")),
+        cache_read_tokens=_count(details.get("cache_read")),
+        cache_write_tokens=_count(details.get("cache_creation")),
+    )
+
+
+def _reasoning_of(message: AIMessage) -> list[str]:
+    """The reasoning texts a model gave (standard ``reasoning`` blocks, Anthropic
+    ``thinking`` blocks, or ``reasoning_content``)."""
+    texts: list[str] = []
+    if isinstance(message.content, list):
+        for block in message.content:
+            if not isinstance(block, Mapping):
+                continue
+            if block.get("type") == "reasoning" and isinstance(block.get("reasoning"), str):
+                texts.append(block["reasoning"])
+            elif block.get("type") == "thinking" and isinstance(block.get("thinking"), str):
+                texts.append(block["thinking"])
+    extra = message.additional_kwargs.get("reasoning_content")
+    if isinstance(extra, str):
+        texts.append(extra)
+    return [t for t in texts if t.strip()]
+
+
+class _TurnCallbacks(AsyncCallbackHandler):
+    """Sums usage over every model call of the turn and posts thoughts."""
+
+    def __init__(self, turn: TurnState) -> None:
+        self.turn = turn
+
+    async def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                if not isinstance(message, AIMessage):
+                    continue
+                self.turn.usage += _usage_of(message)
+                if Emit.THOUGHTS in self.turn.emit:
+                    for text in _reasoning_of(message):
+                        await self.turn.portal.run(self.turn.post_thought, text)
+
+
+def _tools_key(schemas: list[dict[str, Any]]) -> str:
+    return json.dumps(schemas, sort_keys=True, default=str)
+
+
+class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
+    """Answers Band messages with a LangGraph graph (see the module docs).
+
+    Exactly one of ``model``, ``graph_factory`` and ``graph`` is given.
+
+    Args:
+        config: the settings (default :class:`LangGraphAdapterConfig()`).
+        model: a LangChain chat model with ``bind_tools``: the simple pattern.
+        graph_factory: ``graph_factory(tools) -> compiled graph``, called with
+            the room's tools (Band tools, then ``tools``) once per room and
+            tool set. The graph's state must have a ``messages`` key.
+        graph: a static compiled graph (``messages`` state), shared by every
+            room; it receives no tools (see :func:`band_tools`).
+        checkpointer: a LangGraph checkpointer, or a factory opening one on the
+            bridge's loop (:data:`CheckpointerFactory`). Default: in-memory.
+            Given to the simple graph and to advanced graphs compiled without one.
+        tools: plain LangChain tools offered after the Band tools; their
+            failures reach the model as error tool messages.
+        custom_tools: band-trio typed custom tools (dispatched on Trio).
+        bridge: the asyncio bridge to run graphs on; default: one the adapter
+            creates and closes in :meth:`cleanup_all`.
+        history_converter: converts a room's history on a session bootstrap
+            (default :class:`LangChainHistoryConverter`).
+        emit: posts of its own: ``tool_calls``, ``usage``, ``thoughts`` (all
+            on by default; thoughts only where the model gives reasoning).
+        capabilities: tool families beyond the 8 chat tools (default none).
+        include_tools: offer only these tools.
+        exclude_tools: never offer these tools.
+        include_categories: offer only tools of these categories.
+
+    Raises:
+        BandConfigError: not exactly one pattern, a bad config, a tool whose
+            name clashes with another, an unsupported emit kind or capability.
+    """
+
+    SUPPORTED_EMIT = frozenset({Emit.TOOL_CALLS, Emit.USAGE, Emit.THOUGHTS})
+    SUPPORTED_CAPABILITIES = frozenset(
+        {Capability.MEMORY, Capability.CONTACTS, Capability.TASKS, Capability.FILES}
+    )
+
+    def __init__(
+        self,
+        config: LangGraphAdapterConfig | None = None,
+        *,
+        model: BaseChatModel | None = None,
+        graph_factory: Callable[[list[BaseTool]], CompiledGraph] | None = None,
+        graph: CompiledGraph | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | CheckpointerFactory | None = None,
+        tools: Sequence[BaseTool] = (),
+        custom_tools: CustomTools | None = None,
+        bridge: AsyncioBridge | None = None,
+        history_converter: HistoryConverter[list[BaseMessage]] | None = None,
+        emit: Emit | str | Iterable[Emit | str] | None = None,
+        capabilities: Capability | str | Iterable[Capability | str] | None = None,
+        include_tools: Iterable[str] | str | None = None,
+        exclude_tools: Iterable[str] | str | None = None,
+        include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
+    ) -> None:
+        if config is None:
+            config = LangGraphAdapterConfig()
+        elif not isinstance(config, LangGraphAdapterConfig):
+            raise BandConfigError(
+                f"config must be a LangGraphAdapterConfig; got {type(config).__name__}"
+            )
+        given = [
+            n
+            for n, v in (("model", model), ("graph_factory", graph_factory), ("graph", graph))
+            if v is not None
+        ]
+        if len(given) != 1:
+            raise BandConfigError(
+                "give exactly one of model (simple pattern), graph_factory or graph "
+                f"(advanced pattern); got {', '.join(given) or 'none'}"
+            )
+        if custom_tools is not None and not isinstance(custom_tools, CustomTools):
+            raise BandConfigError(
+                f"custom_tools must be a CustomTools; got {type(custom_tools).__name__}"
+            )
+        plain = list(tools)
+        for tool in plain:
+            if not isinstance(tool, BaseTool):
+                raise BandConfigError(f"tools must be LangChain tools; got {type(tool).__name__}")
+        names = [t.name for t in plain] + [d.name for d in (custom_tools or ())]
+        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
+        if clashes:
+            raise BandConfigError(
+                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
+            )
+        super().__init__(
+            history_converter=history_converter or LangChainHistoryConverter(),
+            emit=emit,
+            capabilities=capabilities,
+            include_tools=include_tools,
+            exclude_tools=exclude_tools,
+            include_categories=include_categories,
+        )
+        self.config = config
+        self.model = model
+        self.graph_factory = graph_factory
+        self.static_graph = graph
+        self.custom_tools = custom_tools
+        self._plain_tools = wrap_tools(plain)
+        self._checkpointer_arg = checkpointer
+        self._owns_bridge = bridge is None
+        self.bridge = (
+            bridge if bridge is not None else AsyncioBridge(cancel_grace=config.cancel_grace)
+        )
+        self._system_prompt: str | None = None
+        # Touched only on the bridge's loop thread (inside runs).
+        self._graphs: dict[str, tuple[str, CompiledGraph]] = {}
+        self._saver: BaseCheckpointSaver[Any] | None = None
+        self._saver_stack: contextlib.AsyncExitStack | None = None
+        self._compilations = 0
+
+    def __repr__(self) -> str:
+        pattern = "model" if self.model is not None else "graph"
+        return f"{type(self).__name__}({pattern})"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt (rendered at ``on_started``)."""
+        if self._system_prompt is None:
+            self._system_prompt = self._render_prompt()
+        return self._system_prompt
+
+    def _render_prompt(self) -> str:
+        if self.config.system_prompt is not None:
+            return self.config.system_prompt
+        return render_system_prompt(
+            self.agent_name,
+            self.agent_description,
+            custom_section=self.config.custom_section,
+            include_base_instructions=self.config.include_base_instructions,
+            capabilities=self.features.capabilities,
+        )
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        """Store the identity and render the system prompt (features are final by now)."""
+        await super().on_started(agent_name, agent_description)
+        self._system_prompt = self._render_prompt()
+
+    async def on_cleanup(self, room_id: str) -> None:
+        """Forget the room's compiled graph. Its checkpointer thread is kept:
+        when the agent joins the room again, the thread is continued and the
+        platform history is not injected a second time."""
+        self._graphs.pop(room_id, None)
+
+    async def cleanup_all(self) -> None:
+        """Forget every room's graph, close a checkpointer the adapter opened
+        and, when the adapter created it, the bridge (its thread stops). The
+        agent calls this once when it stops."""
+        self._graphs.clear()
+        stack, self._saver_stack = self._saver_stack, None
+        self._saver = None
+        if stack is not None:
+
+            async def close(_portal: TrioPortal) -> None:
+                await stack.aclose()
+
+            try:
+                await self.bridge.run(close)
+            except Exception:
+                logger.exception("closing the checkpointer failed")
+        if self._owns_bridge:
+            await self.bridge.aclose()
+
+    async def aclose(self) -> None:
+        """Same as :meth:`cleanup_all` (for use without an agent)."""
+        await self.cleanup_all()
+
+    def statistics(self) -> LangGraphStatistics:
+        """The adapter's counters now."""
+        return LangGraphStatistics(
+            compilations=self._compilations,
+            rooms=len(self._graphs),
+            bridge=self.bridge.statistics(),
+        )
+
+    # ------------------------------------------------------------------ one turn
+
+    async def on_message(
+        self,
+        msg: PlatformMessage,
+        tools: AgentToolsProtocol,
+        history: list[BaseMessage],
+        participants_msg: str | None,
+        contacts_msg: str | None,
+        *,
+        is_session_bootstrap: bool,
+        room_id: str,
+    ) -> None:
+        """Run the room's graph once for ``msg``.
+
+        Raises:
+            Exception: the graph failed (including ``GraphRecursionError`` when
+                the recursion limit is reached); a generic failure report was
+                posted first (code ``"recursion_limit"`` for that case).
+            trio.Cancelled: the turn was cancelled; the graph was cancelled and
+                waited for (at most the bridge's grace, then abandoned).
+        """
+        holder: list[TurnState] = []
+        try:
+            schemas = self._tool_schemas(tools)
+            inputs = self._turn_messages(msg, participants_msg, contacts_msg)
+            bootstrap = list(history) if is_session_bootstrap else []
+
+            async def body(portal: TrioPortal) -> None:
+                turn = TurnState(tools, portal, self.features.emit, self.custom_tools)
+                holder.append(turn)
+                turn.enter()
+                await self._run_graph(turn, room_id, schemas, bootstrap, inputs)
+
+            await self.bridge.run(body)
+        except Exception as exc:
+            code = "recursion_limit" if isinstance(exc, GraphRecursionError) else None
+            logger.error(
+                "room %s: the graph failed: %s: %s",
+                room_id,
+                type(exc).__name__,
+                exc,
+                exc_info=not isinstance(exc, GraphRecursionError),
+            )
+            await report_failure(tools, AgentFailure.generic(PROVIDER, code=code))
+            raise
+        finally:
+            await self.emit_usage(tools, holder[0].usage if holder else Usage())
+
+    def _tool_schemas(self, tools: AgentToolsProtocol) -> list[dict[str, Any]]:
+        # Asked of the turn's tools object every turn: it records what was
+        # offered (and refuses anything else), and the room's tool set can
+        # change (a hub room, capabilities the deployment stopped serving).
+        options = self.features.tool_schema_options()
+        if self.custom_tools is not None:
+            options["custom_tools"] = self.custom_tools
+        return tools.get_tool_schemas("openai", **options)
+
+    @staticmethod
+    def _turn_messages(
+        msg: PlatformMessage, participants_msg: str | None, contacts_msg: str | None
+    ) -> list[BaseMessage]:
+        # Stable ids: a retried message replaces its lines in the thread
+        # instead of adding them again.
+        messages: list[BaseMessage] = []
+        for suffix, line in (("participants", participants_msg), ("contacts", contacts_msg)):
+            if line:
+                messages.append(
+                    HumanMessage(content=f"[System]: {line}", id=f"band-{msg.id}-{suffix}")
+                )
+        messages.append(HumanMessage(content=msg.format_for_llm(), id=f"band-{msg.id}"))
+        return messages
+
+    # -- on the bridge's loop
+
+    async def _run_graph(
+        self,
+        turn: TurnState,
+        room_id: str,
+        schemas: list[dict[str, Any]],
+        bootstrap: list[BaseMessage],
+        inputs: list[BaseMessage],
+    ) -> None:
+        graph = await self._graph_for(room_id, schemas)
+        thread: RunnableConfig = {"configurable": {"thread_id": room_id}}
+        inject_prompt = self.config.inject_system_prompt is True and bool(self.system_prompt)
+        messages = inputs
+        if (bootstrap or inject_prompt) and await self._thread_is_new(graph, thread):
+            head: list[BaseMessage] = []
+            if inject_prompt:
+                head.append(SystemMessage(content=self.system_prompt, id="band-system-prompt"))
+            messages = [*head, *bootstrap, *inputs]
+        config: RunnableConfig = {
+            "configurable": {"thread_id": room_id},
+            "recursion_limit": self.config.recursion_limit,
+            "callbacks": [_TurnCallbacks(turn)],
+        }
+        await graph.ainvoke({"messages": messages}, config)
+
+    @staticmethod
+    async def _thread_is_new(graph: CompiledGraph, config: RunnableConfig) -> bool:
+        aget_state = getattr(graph, "aget_state", None)
+        if aget_state is None:
+            return True
+        try:
+            snapshot = await aget_state(config)
+        except Exception:
+            return True  # no checkpointer: the graph keeps no thread
+        values = getattr(snapshot, "values", None)
+        return not (isinstance(values, Mapping) and values.get("messages"))
+
+    async def _graph_for(self, room_id: str, schemas: list[dict[str, Any]]) -> CompiledGraph:
+        key = _tools_key(schemas)
+        entry = self._graphs.get(room_id)
+        if entry is not None and entry[0] == key:
+            return entry[1]
+        saver = await self._checkpointer()
+        graph: CompiledGraph
+        if self.static_graph is not None:
+            graph = self._with_checkpointer(self.static_graph, saver)
+        else:
+            tools: list[BaseTool] = [BandTool.from_schema(s) for s in schemas]
+            tools.extend(self._plain_tools)
+            if self.model is not None:
+                graph = cast(
+                    CompiledGraph,
+                    build_agent_graph(
+                        self.model,
+                        tools,
+                        system_prompt=self._prompt_per_call(),
+                        checkpointer=saver,
+                    ),
+                )
+            else:
+                assert self.graph_factory is not None
+                graph = self._with_checkpointer(self.graph_factory(tools), saver)
+            self._compilations += 1
+        self._graphs[room_id] = (key, graph)
+        return graph
+
+    def _prompt_per_call(self) -> Callable[[], str] | None:
+        if self.config.inject_system_prompt is not None:
+            return None
+        return lambda: self.system_prompt
+
+    @staticmethod
+    def _with_checkpointer(graph: CompiledGraph, saver: BaseCheckpointSaver[Any]) -> CompiledGraph:
+        if getattr(graph, "checkpointer", False) is None and callable(getattr(graph, "copy", None)):
+            return cast(CompiledGraph, graph.copy(update={"checkpointer": saver}))  # type: ignore[attr-defined]
+        return graph
+
+    async def _checkpointer(self) -> BaseCheckpointSaver[Any]:
+        if self._saver is not None:
+            return self._saver
+        given = self._checkpointer_arg
+        if given is None:
+            saver: BaseCheckpointSaver[Any] = InMemorySaver()
+        elif isinstance(given, BaseCheckpointSaver):
+            saver = given
+        else:
+            stack = contextlib.AsyncExitStack()
+            saver = await stack.enter_async_context(given())
+            if self._saver is not None:  # another room opened one meanwhile
+                await stack.aclose()
+                return self._saver
+            self._saver_stack = stack
+        self._saver = saver
+        return saver

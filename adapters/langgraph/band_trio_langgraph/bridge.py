@@ -1,0 +1,561 @@
+"""Run asyncio code (LangGraph) from Trio: one asyncio loop in a worker thread.
+
+LangGraph and LangChain are asyncio-only. :class:`AsyncioBridge` owns one
+asyncio event loop running in one worker thread, shared by every room of an
+agent; a Trio task hands it a coroutine with :meth:`AsyncioBridge.run` and
+waits for the outcome without blocking Trio. The coroutine receives a
+:class:`TrioPortal`, through which asyncio code calls back into Trio (the
+platform tools run there, on the agent's own HTTP client, inside the turn's
+cancel scope).
+
+Why a thread and not ``trio-asyncio``: measured on the same scripted graph the
+thread costs no more per turn (see the package README), and a graph node that
+blocks its loop (a synchronous HTTP call, CPU work) then stalls only other
+graphs, never the Trio side: heartbeats, intake, other rooms' I/O and the
+agent's shutdown keep running.
+
+Guarantees:
+
+* Exceptions keep their type in both directions: what the coroutine raises is
+  re-raised in Trio as the same object; what a Trio function called through
+  the portal raises is raised in asyncio as the same object.
+* Cancelling the Trio caller cancels the asyncio task and waits for it to end,
+  at most ``cancel_grace`` seconds. A task that ignores cancellation is then
+  abandoned: logged, counted (:meth:`AsyncioBridge.statistics`), its portal
+  closed, and the caller's cancellation proceeds.
+* :meth:`AsyncioBridge.aclose` cancels every task, gives them the grace, stops
+  the loop and joins the thread. Only a task that blocks the loop thread itself
+  (never yields to the loop) can keep the thread alive; that is logged and
+  counted as a stuck thread (the thread is a daemon, so it cannot keep the
+  process alive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import sys
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
+from types import TracebackType
+from typing import Any, Final, TypeVar, cast
+
+import attrs
+import outcome
+import trio
+
+from band_trio import BandError
+
+__all__ = [
+    "DEFAULT_CANCEL_GRACE",
+    "AsyncioBridge",
+    "AsyncioTaskCancelledError",
+    "BridgeClosedError",
+    "BridgeStatistics",
+    "TrioPortal",
+]
+
+logger = logging.getLogger("band_trio_langgraph.bridge")
+
+T = TypeVar("T")
+
+_LOOP_FACTORY: Callable[[], asyncio.AbstractEventLoop]
+if sys.platform == "win32":
+    _LOOP_FACTORY = asyncio.ProactorEventLoop
+else:
+    _LOOP_FACTORY = asyncio.SelectorEventLoop
+
+DEFAULT_CANCEL_GRACE: Final = 2.0
+"""Seconds a cancelled asyncio task gets to unwind before it is abandoned."""
+
+
+class BridgeClosedError(BandError):
+    """The bridge (or a run's portal) is closed: no new work is accepted.
+
+    Raised in Trio by :meth:`AsyncioBridge.run` while the bridge is closing,
+    and in asyncio by :meth:`TrioPortal.run` once the run that owns the portal
+    has ended (an abandoned task calling back into a finished turn).
+    """
+
+
+class AsyncioTaskCancelledError(BandError):
+    """The asyncio task was cancelled by asyncio code, not by the Trio caller."""
+
+
+@attrs.frozen
+class BridgeStatistics:
+    """Counters of an :class:`AsyncioBridge`.
+
+    Attributes:
+        thread_running: the worker thread is alive.
+        runs: coroutines started by :meth:`AsyncioBridge.run`.
+        running: runs not finished yet.
+        portal_calls: Trio calls made through portals.
+        abandoned: runs whose task (or a task it started) did not end within
+            the grace after a cancel.
+        left_at_close: tasks still running when the bridge closed (after the
+            grace): the loop was stopped with them unfinished.
+        stuck_threads: worker threads that did not stop when the bridge closed.
+    """
+
+    thread_running: bool
+    runs: int
+    running: int
+    portal_calls: int
+    abandoned: int
+    left_at_close: int
+    stuck_threads: int
+
+
+_UNFINISHED: list[asyncio.Task[Any]] = []
+"""Tasks that ignored cancellation when their bridge closed (never resumed)."""
+
+_CURRENT_RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("band_trio_langgraph_run")
+
+
+def _task_factory(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **kwargs: Any
+) -> asyncio.Task[Any]:
+    """The loop's task factory: a plain task, remembered by the run it belongs to."""
+    task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
+    context = kwargs.get("context")
+    run = context.get(_CURRENT_RUN) if context is not None else _CURRENT_RUN.get(None)
+    if run is not None:
+        run.children.add(task)
+    return task
+
+
+def _notify(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> None:
+    """Run ``fn`` on the Trio thread; nothing when the Trio run has ended."""
+    with contextlib.suppress(trio.RunFinishedError):
+        token.run_sync_soon(fn)
+
+
+def _call_in_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> None:
+    """Run ``fn(*args)`` on the loop thread; nothing when the loop is closed."""
+    with contextlib.suppress(RuntimeError):  # the loop is closed
+        loop.call_soon_threadsafe(fn, *args)
+
+
+def _set_result(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _cancel(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.cancel()
+
+
+@attrs.define(eq=False)
+class _PortalCall:
+    afn: Callable[..., Awaitable[Any]]
+    args: tuple[Any, ...]
+    future: asyncio.Future[Any]
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+
+class TrioPortal:
+    """Calls into Trio from the asyncio side of one :meth:`AsyncioBridge.run`.
+
+    The Trio functions run as tasks of the run's nursery: inside the caller's
+    cancel scope, on the caller's Trio objects (for example the turn's tools).
+    """
+
+    def __init__(
+        self,
+        token: trio.lowlevel.TrioToken,
+        nursery: trio.Nursery,
+        loop: asyncio.AbstractEventLoop,
+        on_call: Callable[[], None],
+    ) -> None:
+        self._token = token
+        self._nursery = nursery
+        self._loop = loop
+        self._on_call = on_call
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once the owning run has ended."""
+        return self._closed
+
+    def close(self) -> None:
+        """Refuse new calls (called on the Trio thread when the run ends)."""
+        self._closed = True
+
+    async def run(self, afn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``await afn(*args)`` on Trio and return its result (call from asyncio).
+
+        Raises:
+            BridgeClosedError: the run that owns this portal has ended.
+            Exception: whatever ``afn`` raised, the same object.
+
+        Cancellation:
+            Cancelling the awaiting asyncio task cancels the Trio call. When the
+            Trio side is cancelled (the turn), this raises
+            ``asyncio.CancelledError``.
+        """
+        if self._closed:
+            raise BridgeClosedError("the run that owns this portal has ended")
+        future: asyncio.Future[T] = self._loop.create_future()
+        call = _PortalCall(afn, args, future)
+        try:
+            self._token.run_sync_soon(self._start, call)
+        except trio.RunFinishedError:
+            raise BridgeClosedError("the Trio run has ended") from None
+        try:
+            return await future
+        finally:
+            if future.cancelled():
+                # Stop the Trio side too (a no-op when it already ended).
+                _notify(self._token, call.scope.cancel)
+
+    def _start(self, call: _PortalCall) -> None:
+        # On the Trio thread.
+        if self._closed:
+            _call_in_loop(
+                self._loop,
+                _set_exception,
+                call.future,
+                BridgeClosedError("the run that owns this portal has ended"),
+            )
+            return
+        try:
+            self._nursery.start_soon(self._call, call)
+        except RuntimeError:  # the nursery is closed
+            _call_in_loop(
+                self._loop,
+                _set_exception,
+                call.future,
+                BridgeClosedError("the run that owns this portal has ended"),
+            )
+            return
+        self._on_call()
+
+    async def _call(self, call: _PortalCall) -> None:
+        settled = False
+        try:
+            with call.scope:
+                value = await call.afn(*call.args)
+                _call_in_loop(self._loop, _set_result, call.future, value)
+                settled = True
+        except Exception as exc:
+            _call_in_loop(self._loop, _set_exception, call.future, exc)
+            settled = True
+        finally:
+            if not settled:
+                # Cancelled (by the asyncio side, or with the turn).
+                _call_in_loop(self._loop, _cancel, call.future)
+
+
+@attrs.define(eq=False)
+class _Run:
+    """One coroutine handed to the loop, with its outcome for the Trio side."""
+
+    token: trio.lowlevel.TrioToken
+    finished: trio.Event = attrs.field(factory=trio.Event)
+    result: outcome.Outcome[Any] | None = None
+    task: asyncio.Task[Any] | None = None
+    cancel_requested: bool = False
+    # Every task started in the run's context (LangGraph's node tasks too).
+    children: weakref.WeakSet[asyncio.Task[Any]] = attrs.field(factory=weakref.WeakSet)
+
+    def finish(self, result: outcome.Outcome[Any]) -> None:
+        # On the Trio thread.
+        self.result = result
+        self.finished.set()
+
+
+class AsyncioBridge:
+    """One asyncio event loop in a worker thread, shared by an agent's rooms.
+
+    The thread starts on the first :meth:`run` and stops in :meth:`aclose`;
+    use the bridge as an async context manager, or let the adapter that owns
+    it close it (``LangGraphAdapter.cleanup_all`` does, when the agent stops).
+    After :meth:`aclose` the next :meth:`run` starts a new thread.
+
+    Args:
+        cancel_grace: seconds a cancelled task gets to unwind before it is
+            abandoned (and, at :meth:`aclose`, before the loop is stopped).
+        thread_name: the worker thread's name.
+    """
+
+    def __init__(
+        self,
+        *,
+        cancel_grace: float = DEFAULT_CANCEL_GRACE,
+        thread_name: str = "band-trio-asyncio",
+    ) -> None:
+        if not cancel_grace >= 0:
+            raise ValueError(f"cancel_grace must be >= 0; got {cancel_grace!r}")
+        self.cancel_grace = float(cancel_grace)
+        self._thread_name = thread_name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._runs = 0
+        self._running = 0
+        self._portal_calls = 0
+        self._abandoned = 0
+        self._stuck_threads = 0
+        self._left_at_close = 0
+        self._lock = threading.Lock()
+        # thread -> what it calls once its loop is closed (set by aclose)
+        self._on_thread_exit: dict[threading.Thread, Callable[[], None]] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(thread_running={self._thread_alive()})"
+
+    async def __aenter__(self) -> AsyncioBridge:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with trio.CancelScope(shield=True):
+            await self.aclose()
+
+    def statistics(self) -> BridgeStatistics:
+        """The bridge's counters now."""
+        with self._lock:
+            abandoned = self._abandoned
+        return BridgeStatistics(
+            thread_running=self._thread_alive(),
+            runs=self._runs,
+            running=self._running,
+            portal_calls=self._portal_calls,
+            abandoned=abandoned,
+            left_at_close=self._left_at_close,
+            stuck_threads=self._stuck_threads,
+        )
+
+    def _thread_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _count_call(self) -> None:
+        self._portal_calls += 1
+
+    def _count_abandoned(self, n: int) -> None:
+        with self._lock:
+            self._abandoned += n
+
+    # ------------------------------------------------------------------ the loop
+
+    def _ensure_started(self) -> asyncio.AbstractEventLoop:
+        if self._closing:
+            raise BridgeClosedError("the asyncio bridge is closing")
+        if self._loop is None:
+            # Not asyncio.new_event_loop(): a library (trio-asyncio) may
+            # replace the policy so that it refuses to run inside Trio.
+            loop = _LOOP_FACTORY()
+            loop.set_task_factory(cast(Any, _task_factory))
+            thread = threading.Thread(
+                target=self._thread_main, args=(loop,), name=self._thread_name, daemon=True
+            )
+            self._loop, self._thread = loop, thread
+            thread.start()
+        return self._loop
+
+    def _thread_main(self, loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            # With tasks left running, their async generators are theirs too:
+            # closing those would resume code in the middle of its await.
+            if not any(not t.done() for t in asyncio.all_tasks(loop)):
+                try:
+                    loop.run_until_complete(
+                        asyncio.wait_for(loop.shutdown_asyncgens(), timeout=1.0)
+                    )
+                except Exception:
+                    logger.warning("asyncio bridge: async generators did not close", exc_info=True)
+            loop.close()
+            on_exit = self._on_thread_exit.get(threading.current_thread())
+            if on_exit is not None:
+                on_exit()
+
+    # ------------------------------------------------------------------ runs
+
+    async def run(self, fn: Callable[[TrioPortal], Coroutine[Any, Any, T]]) -> T:
+        """Run the coroutine ``fn(portal)`` on the asyncio loop and return its result.
+
+        ``fn`` is called on the loop thread, so the coroutine (and the context
+        variables it sets) belongs to that loop.
+
+        Raises:
+            BridgeClosedError: the bridge is closing.
+            AsyncioTaskCancelledError: the task was cancelled by asyncio code.
+            Exception: whatever the coroutine raised, the same object.
+
+        Cancellation:
+            Cancelling the caller cancels the asyncio task and waits for it to
+            end, at most ``cancel_grace`` seconds (shielded); a task still
+            running then is abandoned (logged, counted) and its portal closed.
+            Trio calls it made through the portal are cancelled with the caller.
+        """
+        loop = self._ensure_started()
+        run = _Run(trio.lowlevel.current_trio_token())
+        self._runs += 1
+        self._running += 1
+        try:
+            async with trio.open_nursery() as nursery:
+                portal = TrioPortal(run.token, nursery, loop, self._count_call)
+                try:
+                    _call_in_loop(loop, self._start_task, loop, run, fn, portal)
+                    await run.finished.wait()
+                finally:
+                    if not run.finished.is_set():
+                        # Cancelled: the task may not call into Trio any more.
+                        portal.close()
+                        _call_in_loop(loop, self._cancel_task, run)
+                        with trio.CancelScope(shield=True):
+                            with trio.move_on_after(self.cancel_grace):
+                                await run.finished.wait()
+                        if not run.finished.is_set():
+                            self._count_abandoned(1)
+                            logger.warning(
+                                "an asyncio task ignored cancellation for %.1fs; abandoned it",
+                                self.cancel_grace,
+                            )
+                    portal.close()
+                    nursery.cancel_scope.cancel()
+        finally:
+            self._running -= 1
+        assert run.result is not None
+        return run.result.unwrap()  # type: ignore[no-any-return]
+
+    def _start_task(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        run: _Run,
+        fn: Callable[[TrioPortal], Coroutine[Any, Any, Any]],
+        portal: TrioPortal,
+    ) -> None:
+        # On the loop thread.
+        if run.cancel_requested:
+            _notify(run.token, lambda: run.finish(outcome.Error(AsyncioTaskCancelledError())))
+            return
+        # A fresh context per run: context variables set by one turn are never
+        # seen by another. It carries the run, so the task factory can tell
+        # which run each task LangGraph starts belongs to.
+        context = contextvars.Context()
+        context.run(_CURRENT_RUN.set, run)
+        try:
+            task = loop.create_task(fn(portal), context=context)
+        except Exception as exc:
+            error = exc
+            _notify(run.token, lambda: run.finish(outcome.Error(error)))
+            return
+        run.task = task
+
+        def done(t: asyncio.Task[Any]) -> None:
+            result: outcome.Outcome[Any]
+            if t.cancelled():
+                result = outcome.Error(AsyncioTaskCancelledError("the asyncio task was cancelled"))
+            elif (exc := t.exception()) is not None:
+                result = outcome.Error(exc)
+            else:
+                result = outcome.Value(t.result())
+            leftovers = [c for c in run.children if c is not t and not c.done()]
+            if not (run.cancel_requested and leftovers):
+                _notify(run.token, lambda: run.finish(result))
+                return
+            # A cancelled graph may return while tasks it started (LangGraph
+            # runs nodes in tasks of their own) still unwind, or ignore the
+            # cancellation: the run ends when they do; the Trio side bounds
+            # the wait with the grace.
+            for child in leftovers:
+                child.cancel()
+
+            async def reap() -> None:
+                await asyncio.wait(leftovers)
+                _notify(run.token, lambda: run.finish(result))
+
+            loop.create_task(reap(), context=contextvars.Context())
+
+        task.add_done_callback(done)
+
+    @staticmethod
+    def _cancel_task(run: _Run) -> None:
+        # On the loop thread.
+        run.cancel_requested = True
+        if run.task is not None:
+            run.task.cancel()
+        for child in list(run.children):
+            child.cancel()
+
+    # ------------------------------------------------------------------ closing
+
+    async def aclose(self) -> None:
+        """Cancel every task, stop the loop and join the thread.
+
+        Waits at most ``cancel_grace`` seconds for tasks to end (those still
+        running are abandoned), then about one more second for the thread.
+        Idempotent; the bridge can be used again afterwards (a new thread).
+
+        Cancellation:
+            Waiting is cancellable; the thread then stops on its own.
+        """
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        self._closing = True
+        try:
+            stopped = trio.Event()
+            token = trio.lowlevel.current_trio_token()
+            self._on_thread_exit[thread] = lambda: _notify(token, stopped.set)
+            _call_in_loop(loop, self._begin_shutdown, loop)
+            with trio.move_on_after(self.cancel_grace + 2.0):
+                await stopped.wait()
+            if stopped.is_set():
+                # The loop has closed; the thread is returning.
+                thread.join(timeout=1.0)
+            if thread.is_alive():
+                self._stuck_threads += 1
+                logger.error(
+                    "the asyncio bridge thread did not stop: a task blocks its loop "
+                    "without yielding; leaving it (daemon thread)"
+                )
+        finally:
+            self._on_thread_exit.pop(thread, None)
+            self._loop = self._thread = None
+            self._closing = False
+
+    def _begin_shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
+        # On the loop thread.
+        grace = self.cancel_grace
+
+        async def drain() -> None:
+            current = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not current]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                _, pending = await asyncio.wait(tasks, timeout=grace)
+                if pending:
+                    self._left_at_close += len(pending)
+                    # Kept referenced for the life of the process: destroying
+                    # a suspended task would resume its code (GeneratorExit)
+                    # on a closed loop, where it can only fail in new ways.
+                    _UNFINISHED.extend(pending)
+                    logger.warning(
+                        "closing the asyncio bridge: %d task(s) ignored cancellation; "
+                        "stopping the loop with them unfinished",
+                        len(pending),
+                    )
+            loop.stop()
+
+        loop.create_task(drain())
