@@ -51,7 +51,6 @@ from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.adapter.turns import TurnHooks
 from band_trio.errors import BandConfigError, BandError, RateLimitError
-from band_trio.runtime.changes import StateChanges
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.contact_events import ContactEventConfig, ContactEventHandler
 from band_trio.runtime.engine import AgentEngine
@@ -59,6 +58,7 @@ from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatistics
+from band_trio.runtime.state_changes import StateChanges
 from band_trio.runtime.turn_durations import TurnDurations, TurnDurationStatistics
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability

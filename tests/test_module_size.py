@@ -3,6 +3,7 @@ reason is stated here and in its docstring."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,3 +35,29 @@ def test_every_stated_reason_is_in_the_module_docstring() -> None:
     for rel, reason in STATED.items():
         text = (ROOT / rel).read_text(encoding="utf-8")
         assert reason in " ".join(text.split()), f"{rel} does not state: {reason}"
+
+
+def _public_classes(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and not node.name.startswith("_")
+    }
+
+
+def test_no_two_modules_or_public_classes_share_a_name() -> None:
+    """A name says what a thing is, once: no module file name appears twice in
+    the core, and no public class name twice in the core and the adapters
+    (each adapter distribution has its own ``adapter.py`` and ``converter.py``:
+    the same roles, in separate packages)."""
+    modules: dict[str, list[str]] = {}
+    classes: dict[str, list[str]] = {}
+    for path in _library_modules():
+        rel = path.relative_to(ROOT).as_posix()
+        if path.name != "__init__.py" and rel.startswith("band_trio/"):
+            modules.setdefault(path.name, []).append(rel)
+        for name in _public_classes(path):
+            classes.setdefault(name, []).append(rel)
+    twice = {k: v for k, v in {**modules, **classes}.items() if len(v) > 1}
+    assert not twice, f"names used twice: {twice}"

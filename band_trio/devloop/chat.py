@@ -21,7 +21,7 @@ from typing import Any
 import trio
 
 from band_trio.devloop.console import Console
-from band_trio.devloop.render import Roster, render_event, render_message, shorten
+from band_trio.devloop.render import ChatDirectory, render_event, render_message, shorten
 from band_trio.errors import BandError
 
 __all__ = ["COMMANDS", "TerminalChat", "install_completion"]
@@ -109,7 +109,7 @@ class TerminalChat:
         self.new_room_invites = list(new_room_invites)
         self.read_line = read_line
         self.history = history
-        self.roster = Roster()
+        self.roster = ChatDirectory()
         self.verbose = False
         self.me: dict[str, Any] = {}
         self.rooms: list[dict[str, Any]] = []

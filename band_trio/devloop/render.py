@@ -15,7 +15,7 @@ import attrs
 
 from band_trio.adapter import is_usage_event
 
-__all__ = ["Roster", "render_event", "render_message", "shorten"]
+__all__ = ["ChatDirectory", "render_event", "render_message", "shorten"]
 
 _TOKEN = re.compile(r"@\[\[([^\]]+)\]\]")
 _MAX_DETAIL = 300
@@ -28,7 +28,7 @@ def shorten(text: str, limit: int = _MAX_DETAIL) -> str:
 
 
 @attrs.define
-class Roster:
+class ChatDirectory:
     """Names and handles of the people and agents seen so far, by id."""
 
     names: dict[str, str] = attrs.Factory(dict)
@@ -70,7 +70,7 @@ def _json(content: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def render_message(message: Mapping[str, Any], roster: Roster) -> str:
+def render_message(message: Mapping[str, Any], roster: ChatDirectory) -> str:
     """One line for a message of any type (text, tool_call, tool_result,
     thought, error, task, usage...)."""
     sender_id = message.get("sender_id")
@@ -103,7 +103,7 @@ def render_message(message: Mapping[str, Any], roster: Roster) -> str:
     return f"  {sender} [{kind}] {shorten(content)}"
 
 
-def _activity_line(data: Mapping[str, Any], roster: Roster) -> str | None:
+def _activity_line(data: Mapping[str, Any], roster: ChatDirectory) -> str | None:
     """What changed in an agent's state since its last ``agent_activity``:
     connected, stopped in the room, working."""
     agent_id = data.get("agent_id")
@@ -124,7 +124,7 @@ def _activity_line(data: Mapping[str, Any], roster: Roster) -> str | None:
 
 
 def render_event(
-    kind: str, data: Mapping[str, Any], roster: Roster, *, verbose: bool = False
+    kind: str, data: Mapping[str, Any], roster: ChatDirectory, *, verbose: bool = False
 ) -> str | None:
     """One line for a live event of the current room, or None for an event not
     shown (message status changes other than failures, unless ``verbose``)."""

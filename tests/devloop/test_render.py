@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from band_trio.devloop.render import Roster, render_event, render_message, shorten
+from band_trio.devloop.render import ChatDirectory, render_event, render_message, shorten
 
 
-def roster() -> Roster:
-    r = Roster()
+def roster() -> ChatDirectory:
+    r = ChatDirectory()
     r.learn({"id": "u1", "name": "You", "handle": "you", "type": "User"})
     r.learn({"id": "a1", "name": "echo", "handle": "you/echo", "type": "Agent"})
     return r

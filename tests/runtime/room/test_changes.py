@@ -7,7 +7,7 @@ import pytest
 import trio
 import trio.testing
 
-from band_trio.runtime.changes import StateChanges
+from band_trio.runtime.state_changes import StateChanges
 
 from .fakes import Adapter, FakeRest, make_room
 
