@@ -1,6 +1,7 @@
 """Settlement outcomes end to end (issue 3 item 5, protocol.md §5.3): what the
 agent does when the ``processed`` write of a completed turn is answered 404
-(message gone), 422 (no active attempt: re-claim, then ack), 5xx or a
+(message gone), 422 (no active attempt: done if the message left the work
+list, else re-claim, then ack), 5xx or a
 transport error (unconfirmed: the ack is retried later, the turn never re-run).
 
 Each test runs a real agent over loopback against the local platform, makes
@@ -57,13 +58,12 @@ async def test_processed_answered_404_counts_the_message_done(band_platform) -> 
             s.assert_exactly_once(room_id, {later_id: later})
 
 
-async def test_processed_answered_422_reclaims_then_acks(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """Rejected (422 ``/processing_attempt``): the agent claims the message again
-    and marks it processed, without re-running the turn.
+async def test_processed_answered_422_after_the_attempt_closed_counts_it_done(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """Rejected (422 ``/processing_attempt``) because the write did land: the
+    message has left the work list, so it is settled as it is. Claiming it
+    again would re-open a processed message and record a second attempt.
 
-    The fault is *performed* (the attempt really closed, then 422 answered), so
-    only a re-claim can make the second ``processed`` write valid: without it
-    every retry would meet a real 422 and the platform would show one attempt.
+    The fault is *performed* (the attempt really closed, then 422 answered).
     """
     with trio.fail_after(30):
         async with scene(band_platform) as s:
@@ -81,20 +81,45 @@ async def test_processed_answered_422_reclaims_then_acks(band_platform) -> None:
                 )
                 word = token("rejected")
                 mid = await s.post(room_id, word)
-                await wait_until(lambda: s.processed(room_id, mid))
-                await wait_until(lambda: len(s.delivery(room_id, mid).attempts) == 2)
-                await wait_until(lambda: s.processed(room_id, mid))
-                assert rejected.hits == 1
+                await wait_until(lambda: rejected.hits == 1 and s.processed(room_id, mid))
+                after = token("after")
+                after_id = await s.post(room_id, after)
+                await wait_until(lambda: s.processed(room_id, after_id))
             assert _runs(adapter, word) == 1
             assert s.replies_to(room_id, word) == 1
-            # The first attempt (closed by the performed write) and the re-claim.
-            assert [a.status for a in s.delivery(room_id, mid).attempts] == ["success", "success"]
+            assert [a.status for a in s.delivery(room_id, mid).attempts] == ["success"]
+            s.assert_exactly_once(room_id, {after_id: after})
+
+
+async def test_processed_answered_422_while_still_in_the_work_list_reclaims_then_acks(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """Rejected (422) while the message is still in the work list: the agent
+    claims it again and marks it processed, without re-running the turn."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = RecordingAdapter()
+            async with serving(s.make_agent(adapter)):
+                rejected = band_platform.faults.add(
+                    "POST",
+                    PROCESSED,
+                    422,
+                    1,
+                    code="invalid",
+                    message="the message has no active processing attempt",
+                )
+                word = token("rejected")
+                mid = await s.post(room_id, word)
+                await wait_until(lambda: rejected.hits == 1 and s.processed(room_id, mid))
+            assert _runs(adapter, word) == 1
+            assert s.replies_to(room_id, word) == 1
+            assert [a.status for a in s.delivery(room_id, mid).attempts] == ["success"]
 
 
 async def test_processed_performed_but_answered_500_is_acked_without_rerun(band_platform) -> None:  # type: ignore[no-untyped-def]
     """A lost response: the platform marked the message processed but answered
     500. The ack stays pending and is retried; the retry meets the real 422 (no
-    active attempt), so the agent re-claims and acks. The handler never re-runs."""
+    active attempt) and the message has left the work list, so it is settled
+    without a second attempt. The handler never re-runs."""
     with trio.fail_after(30):
         async with scene(band_platform) as s:
             room_id = await s.new_room()
@@ -105,15 +130,14 @@ async def test_processed_performed_but_answered_500_is_acked_without_rerun(band_
                 word = token("lost")
                 mid = await s.post(room_id, word)
                 await wait_until(lambda: lost.hits == 1)
-                # The re-claim opened a second attempt, closed by the retried ack.
-                await wait_until(lambda: len(s.delivery(room_id, mid).attempts) == 2)
                 await wait_until(lambda: s.processed(room_id, mid))
                 after = token("after")
                 after_id = await s.post(room_id, after)
                 await wait_until(lambda: s.processed(room_id, after_id))
+                await wait_until(lambda: agent.statistics().completed == 2)
             assert _runs(adapter, word) == 1
             assert s.replies_to(room_id, word) == 1
-            assert [a.status for a in s.delivery(room_id, mid).attempts] == ["success", "success"]
+            assert [a.status for a in s.delivery(room_id, mid).attempts] == ["success"]
             s.assert_exactly_once(room_id, {after_id: after})
 
 
