@@ -58,7 +58,9 @@ async def test_processed_answered_404_counts_the_message_done(band_platform) -> 
             s.assert_exactly_once(room_id, {later_id: later})
 
 
-async def test_processed_answered_422_after_the_attempt_closed_counts_it_done(band_platform) -> None:  # type: ignore[no-untyped-def]
+async def test_processed_answered_422_after_the_attempt_closed_counts_it_done(
+    band_platform,
+) -> None:  # type: ignore[no-untyped-def]
     """Rejected (422 ``/processing_attempt``) because the write did land: the
     message has left the work list, so it is settled as it is. Claiming it
     again would re-open a processed message and record a second attempt.
@@ -91,7 +93,9 @@ async def test_processed_answered_422_after_the_attempt_closed_counts_it_done(ba
             s.assert_exactly_once(room_id, {after_id: after})
 
 
-async def test_processed_answered_422_while_still_in_the_work_list_reclaims_then_acks(band_platform) -> None:  # type: ignore[no-untyped-def]
+async def test_processed_answered_422_while_still_in_the_work_list_reclaims_then_acks(
+    band_platform,
+) -> None:  # type: ignore[no-untyped-def]
     """Rejected (422) while the message is still in the work list: the agent
     claims it again and marks it processed, without re-running the turn."""
     with trio.fail_after(30):
