@@ -32,6 +32,7 @@ Not a test: nothing here asserts; figures go to stdout (and ``--json``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform as py_platform
@@ -86,10 +87,8 @@ class Peer:
     async def quit(self) -> None:
         with trio.CancelScope(shield=True):
             if self.process.returncode is None and self.process.stdin is not None:
-                try:
+                with contextlib.suppress(trio.BrokenResourceError):
                     await self.process.stdin.send_all(b"quit\n")
-                except trio.BrokenResourceError:
-                    pass
                 with trio.move_on_after(20):
                     await self.process.wait()
             if self.process.returncode is None:
@@ -111,7 +110,7 @@ async def start_peer(platform: LocalPlatform, workdir: Path) -> Peer:
         }
     )
     log = workdir / "agent.log"
-    with open(log, "wb") as err:
+    with open(log, "wb") as err:  # noqa: ASYNC230 - a local file, opened once
         process = await trio.lowlevel.open_process(
             [sys.executable, str(PEER)],
             env=env,

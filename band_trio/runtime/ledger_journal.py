@@ -392,6 +392,8 @@ class LedgerJournal:
             return [("DELETE FROM failed WHERE room_id = ? AND message_id = ?", key)]
         if change is Change.ROOM_FORGOTTEN:
             return [("DELETE FROM completed WHERE room_id = ?", (room,))]
+        if change is Change.ROOM_REPLIES_FORGOTTEN:
+            return [("DELETE FROM known_replies WHERE room_id = ?", (room,))]
         raise AssertionError(f"unhandled journal change {change!r}")  # pragma: no cover
 
     @staticmethod
