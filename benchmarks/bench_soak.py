@@ -14,7 +14,8 @@ on request. Two workloads, one agent process each:
   until all are answered, removes the agent from every room, waits until it
   has left them all, then measures.
 
-Measured (by the agent on itself): resident memory (VmRSS), open file
+Measured (by the agent on itself): resident memory (VmRSS, as is and after
+``malloc_trim``), memory blocks held by Python's allocator, open file
 descriptors, the ledger's files on disk, live Python objects after a
 collection, and every per-room table it keeps. The report compares the
 measurement after warm-up (``--warmup`` rounds or cycles, 2 by default) with
@@ -210,7 +211,8 @@ def _point(label: str, started: float, sample: dict[str, Any], **extra: Any) -> 
     tables = sample.get("tables", {})
     ledger = sum(sample.get("ledger_bytes", {}).values())
     print(
-        f"  {label:>10}  {point['seconds']:7.1f} s  rss {sample['rss_kib'] / 1024:7.1f} MiB"
+        f"  {label:>10}  {point['seconds']:7.1f} s  rss {sample['rss_kib'] / 1024:6.1f}"
+        f" ({sample['rss_trimmed_kib'] / 1024:6.1f} trimmed) MiB  blocks {sample['py_blocks']:8d}"
         f"  fds {sample['fds']:4d}  ledger {ledger / 1024:8.1f} KiB"
         f"  objects {sample['gc_objects']:8d}  rooms {tables.get('rooms', 0):5d}"
         f"  completed {tables.get('claims_completed', 0):6d}"
@@ -313,6 +315,8 @@ def flat(point: dict[str, Any]) -> dict[str, int]:
     ledger_bytes (all files), table sizes."""
     values = {
         "rss_kib": point["rss_kib"],
+        "rss_trimmed_kib": point["rss_trimmed_kib"],
+        "py_blocks": point["py_blocks"],
         "fds": point["fds"],
         "gc_objects": point["gc_objects"],
         "ledger_bytes": sum(point["ledger_bytes"].values()),

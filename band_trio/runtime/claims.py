@@ -20,8 +20,6 @@ Per ``(room_id, message_id)`` the state keeps:
 Memory bounds: completed ids are an LRU of ``completed_per_room`` per room (a
 lookup refreshes recency); permanently failed ids are bounded per room (oldest
 evicted first); known replies keep the newest ``KNOWN_REPLIES_PER_ROOM``.
-A room the agent leaves drops its completed ids, and its known replies when
-no reply of unknown outcome is open in it.
 
 :class:`ClaimsState` does no I/O. Every durable change is also appended, as a
 :class:`JournalEntry`, to a list the owner takes with
@@ -171,8 +169,6 @@ class Change(enum.Enum):
     """A failed message left the bounded table."""
     ROOM_FORGOTTEN = "room_forgotten"
     """The room's completed cache is gone."""
-    ROOM_REPLIES_FORGOTTEN = "room_replies_forgotten"
-    """The room's known replies are gone."""
 
 
 @attrs.frozen
@@ -183,8 +179,7 @@ class JournalEntry:
         change: what changed.
         room_id: the room.
         item: the message id (the reply id for ``REPLY_KNOWN`` and
-            ``REPLY_FORGOTTEN``; empty for ``ROOM_FORGOTTEN`` and
-            ``ROOM_REPLIES_FORGOTTEN``).
+            ``REPLY_FORGOTTEN``; empty for ``ROOM_FORGOTTEN``).
         detail: the attempt count, reply id or digest, where the change has one.
     """
 
@@ -433,18 +428,9 @@ class ClaimsState:
             self._note(Change.FAILED_EVICTED, room_id, e)
 
     def forget_room(self, room_id: str) -> None:
-        """The room was released: drop its completed cache, and its known
-        replies unless a reply of unknown outcome is still open in it (its
-        lookup needs them). Everything else stays.
-
-        Without this, an agent that is added to new rooms for months would
-        keep both tables for every room it ever left.
-        """
+        """The room was released: drop its completed cache (everything else stays)."""
         self._completed.pop(room_id, None)
         self._note(Change.ROOM_FORGOTTEN, room_id)
-        if room_id in self._known and not any(key[0] == room_id for key in self._intents):
-            del self._known[room_id]
-            self._note(Change.ROOM_REPLIES_FORGOTTEN, room_id)
 
     # ----------------------------------------------------------------- queries
 

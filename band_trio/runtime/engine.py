@@ -252,11 +252,6 @@ class AgentEngine:
                         await self._leave(room_id)
             if self._rooms.get(room_id) is slot:
                 del self._rooms[room_id]
-            if slot.removed:
-                # The agent left the room: its completed cache would otherwise
-                # stay (in memory and in the ledger file) for every room the
-                # agent was ever in. What a rejoin still needs stays.
-                self._svc.ledger.forget_room(room_id)
             if not self._rooms:
                 self._all_done.set()
             if slot.readd and self._accepting:

@@ -411,12 +411,11 @@ class ClaimsLedger:
         return self._state.pending_acks(room_id)
 
     def forget_room(self, room_id: str) -> None:
-        """The room was released: drop its completed cache, and its known
-        replies unless a reply of unknown outcome is still open in it.
+        """The room was released: drop its completed cache.
 
-        Ack-pending messages, journaled replies, reply intents, attempt counts
-        and failed messages are kept, so a rejoin only retries acks and never
-        re-runs a poison message.
+        Ack-pending messages, journaled replies, attempt counts and failed
+        messages are kept, so a rejoin only retries acks and never re-runs a
+        poison message.
         """
         self._state.forget_room(room_id)
         self._flush()

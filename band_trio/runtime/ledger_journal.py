@@ -303,7 +303,9 @@ class LedgerJournal:
             free = int(db.execute("PRAGMA freelist_count").fetchone()[0])
             if free < _COMPACT_FREE_PAGES:
                 return 0
-            db.execute("PRAGMA incremental_vacuum").fetchall()
+            # executescript steps the statement to its end: execute() would
+            # free one page only (the pragma frees one page per step).
+            db.executescript("PRAGMA incremental_vacuum;")
             return free - int(db.execute("PRAGMA freelist_count").fetchone()[0])
         except sqlite3.Error as exc:
             self.write_errors += 1
@@ -392,8 +394,6 @@ class LedgerJournal:
             return [("DELETE FROM failed WHERE room_id = ? AND message_id = ?", key)]
         if change is Change.ROOM_FORGOTTEN:
             return [("DELETE FROM completed WHERE room_id = ?", (room,))]
-        if change is Change.ROOM_REPLIES_FORGOTTEN:
-            return [("DELETE FROM known_replies WHERE room_id = ?", (room,))]
         raise AssertionError(f"unhandled journal change {change!r}")  # pragma: no cover
 
     @staticmethod

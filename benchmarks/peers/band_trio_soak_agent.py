@@ -4,7 +4,8 @@ It answers every message with ``echo: <content>`` (like
 ``band_trio_echo_agent.py``) and reads commands on stdin, one per line:
 
 * ``measure``: print one JSON line with what the soak watches for growth:
-  resident memory, open file descriptors, the ledger's files on disk, live
+  resident memory (as is, and after handing free heap back to the system),
+  memory blocks Python has allocated, open file descriptors, the ledger's files on disk, live
   Python objects, and the size of every per-room table the agent keeps (rooms,
   Phoenix topics, the claims state's tables, held messages);
 * ``quit`` (or end of input): shut down gracefully and exit.
@@ -16,6 +17,8 @@ public API. Configuration comes from the environment, as for the echo peer.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import gc
 import json
 import logging
@@ -88,13 +91,34 @@ def _tables(agent: Agent) -> dict[str, int]:
     return sizes
 
 
+def _type_counts() -> dict[str, int]:
+    """Live objects per type (``BAND_SOAK_TYPES=1``: to find what grows)."""
+    counts: dict[str, int] = {}
+    for obj in gc.get_objects():
+        name = type(obj).__qualname__
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _trim_heap() -> None:
+    """Hand free heap memory back to the system (glibc), so that RSS shows
+    what is live rather than the high-water mark of an earlier burst."""
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: left untrimmed
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def measure(agent: Agent, state_dir: Path) -> dict[str, Any]:
     gc.collect()
+    rss = _status_kib("VmRSS")
+    _trim_heap()
     return {
-        "rss_kib": _status_kib("VmRSS"),
+        "rss_kib": rss,
+        "rss_trimmed_kib": _status_kib("VmRSS"),
+        "py_blocks": sys.getallocatedblocks(),
         "fds": len(os.listdir("/proc/self/fd")),
         "ledger_bytes": _ledger_bytes(state_dir),
         "gc_objects": len(gc.get_objects()),
+        "gc_types": _type_counts() if os.environ.get("BAND_SOAK_TYPES") else {},
         "tables": _tables(agent),
     }
 

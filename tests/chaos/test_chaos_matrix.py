@@ -190,7 +190,7 @@ async def test_soak_mixed_faults(band_platform: LocalPlatform) -> None:
     seconds = SOAK_SECONDS or 3.0
     seed = _seed("soak")
     rules = [
-        Rule(point, direction, pattern, fault, probability=0.04, limit=None, delay=0.2)
+        Rule(point, direction, pattern, fault, probability=0.01, limit=None, delay=0.2)
         for point, (direction, pattern) in POINTS.items()
         for fault in Fault
     ]

@@ -237,26 +237,6 @@ def test_forget_room_keeps_acks_replies_and_failures(tmp_path: Path) -> None:
         assert ledger.attempts(R, "tried") == 1
 
 
-def test_forget_room_drops_known_replies_unless_a_reply_outcome_is_open(tmp_path: Path) -> None:
-    """A left room's known replies go (they would otherwise stay for every
-    room the agent was ever in), except where a reply lookup still needs them."""
-    path = tmp_path / "ledger.sqlite3"
-    open_room, other = "room-open", "room-other"
-    with ClaimsLedger.open(path) as ledger:
-        for room in (R, open_room, other):
-            ledger.remember_reply(room, f"{room}-reply")
-        ledger.reply_intent(open_room, "pending", "digest")
-        ledger.forget_room(R)
-        ledger.forget_room(open_room)
-        assert ledger.known_replies(R) == frozenset()
-        assert ledger.known_replies(open_room) == {"room-open-reply"}
-        assert ledger.known_replies(other) == {"room-other-reply"}
-    with ClaimsLedger.open(path) as ledger:
-        assert ledger.known_replies(R) == frozenset()
-        assert ledger.known_replies(open_room) == {"room-open-reply"}
-        assert ledger.reply_intents(open_room, "pending") == ("digest",)
-
-
 def test_pending_acks_oldest_first() -> None:
     ledger = ClaimsLedger.in_memory()
     for m in ("m3", "m1", "m2"):
