@@ -9,7 +9,7 @@ on request. Two workloads, one agent process each:
   posted round-robin in ``--rounds`` rounds (10); after each round the driver
   waits until every message is ``processed`` and answered, then measures;
 * ``rooms``: ``--churn-rooms`` rooms (1,000) joined and left ``--cycles``
-  times (5): each cycle adds the agent to every room, waits until it has
+  times (4): each cycle adds the agent to every room, waits until it has
   joined them all, posts one message per room (``--churn-messages``), waits
   until all are answered, removes the agent from every room, waits until it
   has left them all, then measures.
@@ -373,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--churn-rooms", type=int, default=1000)
-    parser.add_argument("--cycles", type=int, default=5)
+    parser.add_argument("--cycles", type=int, default=4)
     parser.add_argument("--churn-messages", type=int, default=1, help="messages per room per cycle")
     parser.add_argument("--warmup", type=int, default=2, help="rounds/cycles counted as warm-up")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")

@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import trio
 
+from band_trio.agent import Agent
 from band_trio.wire.rest import RestConfig
 
 from .agent_harness import FAST_REST, RecordingAdapter, scene, serving, token, wait_until
 
 PROCESSED = r"/api/v1/agent/chats/[^/]+/messages/[^/]+/processed$"
+
+
+def _completed(agent: Agent, room_id: str) -> int:
+    stats = agent.room_statistics(room_id)
+    assert stats is not None
+    return stats.completed
 
 
 def _runs(adapter: RecordingAdapter, word: str) -> int:
@@ -47,9 +54,10 @@ async def test_processed_answered_404_counts_the_message_done(band_platform) -> 
                 later = token("later")
                 later_id = await s.post(room_id, later)
                 await wait_until(lambda: s.processed(room_id, later_id))
-                stats = agent.room_statistics(room_id)
-                assert stats is not None
-                assert stats.completed == 2
+                # The agent counts the message once the platform's answer to
+                # its processed mark arrives, a moment after the platform's
+                # state changed.
+                await wait_until(lambda: _completed(agent, room_id) == 2)
             assert _runs(adapter, word) == 1
             assert s.replies_to(room_id, word) == 1
             # The 404 was taken as final: no second processed write was sent.
