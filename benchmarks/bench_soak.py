@@ -213,6 +213,7 @@ def _point(label: str, started: float, sample: dict[str, Any], **extra: Any) -> 
     print(
         f"  {label:>10}  {point['seconds']:7.1f} s  rss {sample['rss_kib'] / 1024:6.1f}"
         f" ({sample['rss_trimmed_kib'] / 1024:6.1f} trimmed) MiB  blocks {sample['py_blocks']:8d}"
+        f"  arenas {sample.get('py_arenas', -1):4d}"
         f"  fds {sample['fds']:4d}  ledger {ledger / 1024:8.1f} KiB"
         f"  objects {sample['gc_objects']:8d}  rooms {tables.get('rooms', 0):5d}"
         f"  completed {tables.get('claims_completed', 0):6d}"
@@ -317,6 +318,7 @@ def flat(point: dict[str, Any]) -> dict[str, int]:
         "rss_kib": point["rss_kib"],
         "rss_trimmed_kib": point["rss_trimmed_kib"],
         "py_blocks": point["py_blocks"],
+        "py_arenas": point.get("py_arenas", -1),
         "fds": point["fds"],
         "gc_objects": point["gc_objects"],
         "ledger_bytes": sum(point["ledger_bytes"].values()),

@@ -5,7 +5,7 @@ It answers every message with ``echo: <content>`` (like
 
 * ``measure``: print one JSON line with what the soak watches for growth:
   resident memory (as is, and after handing free heap back to the system),
-  memory blocks Python has allocated, open file descriptors, the ledger's files on disk, live
+  memory blocks and arenas Python's allocator holds, open file descriptors, the ledger's files on disk, live
   Python objects, and the size of every per-room table the agent keeps (rooms,
   Phoenix topics, the claims state's tables, held messages);
 * ``quit`` (or end of input): shut down gracefully and exit.
@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,24 @@ def _type_counts() -> dict[str, int]:
     return counts
 
 
+def _arenas() -> int:
+    """pymalloc arenas (1 MiB each) in use now, from ``sys._debugmallocstats``,
+    which writes to the C-level stderr: it is caught in a temporary file."""
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        for line in out.read().decode(errors="replace").splitlines():
+            if line.startswith("# arenas allocated current"):
+                return int(line.split("=")[1].strip().replace(",", ""))
+    return -1
+
+
 def _trim_heap() -> None:
     """Hand free heap memory back to the system (glibc), so that RSS shows
     what is live rather than the high-water mark of an earlier burst."""
@@ -115,6 +134,7 @@ def measure(agent: Agent, state_dir: Path) -> dict[str, Any]:
         "rss_kib": rss,
         "rss_trimmed_kib": _status_kib("VmRSS"),
         "py_blocks": sys.getallocatedblocks(),
+        "py_arenas": _arenas(),
         "fds": len(os.listdir("/proc/self/fd")),
         "ledger_bytes": _ledger_bytes(state_dir),
         "gc_objects": len(gc.get_objects()),
