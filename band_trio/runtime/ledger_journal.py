@@ -60,6 +60,15 @@ _SCHEMA: Final = (
         PRIMARY KEY (room_id, message_id, digest)) WITHOUT ROWID""",
 )
 
+_WAL_CHECKPOINT_PAGES: Final = 256
+"""Pages (4 KiB by default) written to the WAL before it is checkpointed."""
+_WAL_SIZE_LIMIT: Final = 1024 * 1024
+"""Bytes the WAL file is cut back to after a checkpoint."""
+_COMPACT_EVERY: Final = 1000
+"""Transactions between two checks of the free pages (see :meth:`LedgerJournal.compact`)."""
+_COMPACT_FREE_PAGES: Final = 64
+"""Free pages that make :meth:`LedgerJournal.compact` give space back."""
+
 _PROGRESS_TABLES: Final = ("attempts", "acks", "replies", "intents")
 """What a message that completed or failed for good no longer needs."""
 
@@ -124,6 +133,7 @@ class LedgerJournal:
         self._lock = lock
         self._closed = False
         self._seq: Iterator[int] = itertools.count(1)
+        self._writes = 0
         version = connection.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, _SCHEMA_VERSION):
             raise sqlite3.DatabaseError(f"unknown ledger schema version {version}")
@@ -161,7 +171,15 @@ class LedgerJournal:
                     f"cannot open the claims ledger at {str(file)!r}: {exc}"
                 ) from exc
             try:
+                # Set before the tables exist (a no-op on an older file): lets
+                # compact() hand freed pages back to the file system.
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 db.execute("PRAGMA journal_mode=WAL")
+                # The WAL is checkpointed every _WAL_CHECKPOINT_PAGES pages and
+                # then cut back to _WAL_SIZE_LIMIT bytes; without the limit it
+                # keeps its largest size forever.
+                db.execute(f"PRAGMA wal_autocheckpoint={_WAL_CHECKPOINT_PAGES}")
+                db.execute(f"PRAGMA journal_size_limit={_WAL_SIZE_LIMIT}")
                 db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
                 db.execute("PRAGMA busy_timeout=5000")
                 return cls(db, durable=True, lock=lock)
@@ -262,6 +280,37 @@ class LedgerJournal:
             self.write_errors += 1
             log = logger.error if self.write_errors == 1 else logger.debug
             log("claims ledger write failed (state kept in memory only): %s", exc)
+            return
+        self._writes += 1
+        if self._writes % _COMPACT_EVERY == 0:
+            self.compact()
+
+    def compact(self) -> int:
+        """Give the file's free pages back to the file system once there are
+        more than a few; returns the pages freed.
+
+        Rows the bounds evict and rooms the agent left are deleted as they go;
+        SQLite reuses their pages, but a file that once held more than it
+        holds now would keep its largest size. This runs every
+        ``_COMPACT_EVERY`` writes (one ``PRAGMA`` when there is nothing to
+        do). Files created before incremental vacuuming was turned on are left
+        as they are. A failure is logged and counted like a failed write.
+        """
+        if self._closed:
+            return 0
+        db = self.connection
+        try:
+            free = int(db.execute("PRAGMA freelist_count").fetchone()[0])
+            if free < _COMPACT_FREE_PAGES:
+                return 0
+            # executescript steps the statement to its end: execute() would
+            # free one page only (the pragma frees one page per step).
+            db.executescript("PRAGMA incremental_vacuum;")
+            return free - int(db.execute("PRAGMA freelist_count").fetchone()[0])
+        except sqlite3.Error as exc:
+            self.write_errors += 1
+            logger.debug("claims ledger compaction failed: %s", exc)
+            return 0
 
     def _statements(self, entry: JournalEntry) -> list[Statement]:
         room, item, detail = entry.room_id, entry.item, entry.detail

@@ -43,6 +43,9 @@ __all__ = ["Settler"]
 # filters and readers expect them.
 logger = get_logger("band_trio.runtime.room")
 
+_WORK_LIST_PAGE_SIZE = 100
+_WORK_LIST_MAX_PAGES = 10
+
 
 class Settler:
     """Settles one room's messages.
@@ -150,8 +153,11 @@ class Settler:
         message is then recorded completed and counted).
 
         Outcomes: accepted → completed; not found → the message is gone,
-        completed; rejected (422, no active attempt) → claim again and mark
-        processed (never re-running the turn); stopped (204) or unconfirmed
+        completed; rejected (422, no active attempt) → if the message has left
+        the work list, an earlier mark whose answer was lost did land: completed;
+        otherwise claim again and mark processed (never re-running the turn;
+        claiming a processed message would re-open it and record a second
+        attempt); stopped (204) or unconfirmed
         (anything else) → stays ack-pending for the next reconcile, until
         :func:`~band_trio.runtime.settlement.gives_up_ack` says otherwise.
         """
@@ -162,8 +168,9 @@ class Settler:
             try:
                 await rest.mark_processed(room_id, message_id)
             except UnprocessableEntityError:
-                await rest.mark_processing(room_id, message_id)
-                await rest.mark_processed(room_id, message_id)
+                if await self._awaits_processing(message_id):
+                    await rest.mark_processing(room_id, message_id)
+                    await rest.mark_processed(room_id, message_id)
         except NotFoundError:
             logger.info("room %s: message %s is gone; counting it done", room_id, message_id)
         except RoomExecutionStoppedError:
@@ -190,6 +197,24 @@ class Settler:
             )
         ledger.mark_completed(room_id, message_id)
         self._counters.completed += 1
+        return True
+
+    async def _awaits_processing(self, message_id: str) -> bool:
+        """Whether the message is still in the agent's work list (not processed).
+
+        Pages through the work list, which holds only unprocessed messages; if
+        it is too long to read to the end, answers True (claim and mark again).
+        """
+        cursor: str | None = None
+        for _ in range(_WORK_LIST_MAX_PAGES):
+            page = await self._rest.list_messages(
+                self._room_id, sort_order="asc", limit=_WORK_LIST_PAGE_SIZE, cursor=cursor
+            )
+            if any(msg.id == message_id for msg in page.items):
+                return True
+            cursor = page.next_cursor
+            if not page.has_more or not cursor:
+                return False
         return True
 
     async def _mark_failed(self, message_id: str, label: str, *, claim_first: bool) -> None:

@@ -74,14 +74,22 @@ class PooledTransport(httpx.AsyncBaseTransport):
     Args:
         max_keepalive: idle connections kept open per origin.
         keepalive_expiry: seconds an idle connection may stay open.
+        ssl_context: the context of ``https`` connections; ``None`` builds
+            httpx's default (verifying) context on first use.
     """
 
-    def __init__(self, *, max_keepalive: int, keepalive_expiry: float) -> None:
+    def __init__(
+        self,
+        *,
+        max_keepalive: int,
+        keepalive_expiry: float,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self._max_keepalive = max_keepalive
         self._keepalive_expiry = keepalive_expiry
         self._idle: dict[_Key, list[httpcore.AsyncHTTPConnection]] = {}
         self._backend = httpcore.TrioBackend()
-        self._ssl_context: ssl.SSLContext | None = None
+        self._ssl_context = ssl_context
         self._closed = False
         self.opened = 0
         """Connections opened so far (for tests and statistics)."""

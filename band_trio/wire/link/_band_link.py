@@ -28,6 +28,7 @@ from band_trio.errors import (
     UpgradeRefusedError,
 )
 from band_trio.wire._key_guard import refuse_plaintext_key
+from band_trio.wire._tls import client_tls_context
 from band_trio.wire.backoff import RetryDecision
 from band_trio.wire.events import Supersede, decode_event
 from band_trio.wire.link._link_config import LinkConfig
@@ -174,6 +175,11 @@ class BandLink:
             target.host,
             allowed=self.config.allow_insecure_transport,
             setting="LinkConfig.allow_insecure_transport",
+        )
+        self._tls_context = (
+            client_tls_context(self.config.tls_verify, where=f"wss://{target.host}:{target.port}")
+            if target.use_ssl
+            else None
         )
         self._proto = PhoenixProtocol(
             heartbeat_interval=self.config.heartbeat_interval, dead_after=self.config.dead_after
@@ -431,7 +437,7 @@ class BandLink:
                     target.host,
                     target.port,
                     target.resource,
-                    use_ssl=target.use_ssl,
+                    use_ssl=self._tls_context or target.use_ssl,
                     extra_headers=headers,
                     max_message_size=self.config.max_message_size,
                     receive_buffer_size=self.config.receive_buffer_size,

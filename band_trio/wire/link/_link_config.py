@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random as _random
+import ssl
 from collections.abc import Callable
 from typing import Final
 
 import attrs
 
 from band_trio.errors import BandConfigError
+from band_trio.wire._tls import check_tls_verify
 from band_trio.wire.backoff import FirstConnectPolicy, ReconnectPolicy
 
 __all__ = ["MIB", "LinkConfig"]
@@ -49,6 +51,12 @@ class LinkConfig:
             host that is not this machine (a private network you trust). Off by
             default: the link refuses such a URL, since anyone on the path
             could read the key.
+        tls_verify: check the platform's certificate and host name on
+            ``wss://`` (``True``, against the system's trust store), with your
+            own trust (an :class:`ssl.SSLContext` that verifies; one that does
+            not is refused), or not at all (``False``, which logs a warning
+            whenever a link is created: anyone on the path could pose as the
+            platform).
     """
 
     join_timeout: float = 10.0
@@ -67,8 +75,10 @@ class LinkConfig:
     reconnect_policy: Callable[[], ReconnectPolicy] = ReconnectPolicy
     random: Callable[[], float] = _random.random
     allow_insecure_transport: bool = False
+    tls_verify: bool | ssl.SSLContext = True
 
     def __attrs_post_init__(self) -> None:
+        check_tls_verify(self.tls_verify, setting="LinkConfig.tls_verify")
         for name in (
             "join_timeout",
             "leave_timeout",

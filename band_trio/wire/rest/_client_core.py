@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
@@ -47,6 +48,7 @@ from band_trio.errors import (
 from band_trio.wire._converter import converter
 from band_trio.wire._key_guard import refuse_plaintext_key
 from band_trio.wire._pool import PooledTransport
+from band_trio.wire._tls import check_tls_verify, client_tls_context
 from band_trio.wire.models import CursorPage, Page, PageMeta
 from band_trio.wire.retry import (
     RetryPolicy,
@@ -114,6 +116,12 @@ class RestConfig:
             host that is not this machine (a private network you trust). Off by
             default: the client refuses such a base URL, since anyone on the
             path could read the key.
+        tls_verify: check the platform's certificate and host name on
+            ``https://`` (``True``, against the system's trust store), with
+            your own trust (an :class:`ssl.SSLContext` that verifies; one that
+            does not is refused), or not at all (``False``, which logs a
+            warning whenever a client is created: anyone on the path could
+            pose as the platform).
     """
 
     timeout: float = attrs.field(default=30.0, validator=_positive)
@@ -124,6 +132,11 @@ class RestConfig:
     keepalive_expiry: float = attrs.field(default=30.0, validator=_positive)
     user_agent: str = attrs.field(factory=_default_user_agent)
     allow_insecure_transport: bool = False
+    tls_verify: bool | ssl.SSLContext = attrs.field(default=True)
+
+    @tls_verify.validator
+    def _check_tls_verify(self, _: attrs.Attribute[object], value: object) -> None:
+        check_tls_verify(value, setting="RestConfig.tls_verify")
 
     @max_keepalive_connections.validator
     def _check_keepalive(self, attribute: attrs.Attribute[int | None], value: int | None) -> None:
@@ -257,11 +270,17 @@ class RestClientCore:
         keepalive = config.max_keepalive_connections
         if keepalive is None:
             keepalive = config.max_connections
+        tls_context = (
+            client_tls_context(config.tls_verify, where=self._base_url)
+            if url.scheme == "https"
+            else None
+        )
         proxied = any(scheme != "no" for scheme in getproxies())
         if transport is None and not proxied:
             transport = PooledTransport(
                 max_keepalive=min(keepalive, config.max_connections),
                 keepalive_expiry=config.keepalive_expiry,
+                ssl_context=tls_context,
             )
         # With proxies configured in the environment (HTTP_PROXY, HTTPS_PROXY,
         # ALL_PROXY, ...) httpx's own transport is used, the only one httpx
@@ -277,6 +296,7 @@ class RestClientCore:
                 keepalive_expiry=config.keepalive_expiry,
             ),
             transport=transport,
+            verify=tls_context if tls_context is not None else True,
             follow_redirects=True,
             event_hooks={"request": [self._guard_key_on_redirect]},
         )
