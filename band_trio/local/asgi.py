@@ -28,9 +28,9 @@ from band_trio.local.refusal import RequestRefusedError, fail, invalid
 from band_trio.local.store import PlatformState
 
 __all__ = [
-    "DEPRECATION_HEADERS",
     "BODY_IDLE_TIMEOUT",
     "BODY_TOTAL_TIMEOUT",
+    "DEPRECATION_HEADERS",
     "MAX_JSON_BODY",
     "Ctx",
     "Handler",

@@ -19,6 +19,7 @@ byte:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import struct
@@ -220,9 +221,7 @@ async def _first_bytes(stream: trio.SocketStream) -> bytes | None:
 
 async def _answer_and_close(stream: trio.SocketStream, data: bytes) -> None:
     with trio.move_on_after(5):
-        try:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
     with trio.CancelScope(shield=True):
         await stream.aclose()
