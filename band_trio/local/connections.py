@@ -24,6 +24,7 @@ import logging
 import socket
 import struct
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -121,9 +122,18 @@ class ConnectionGuard:
         app: the ASGI application.
         config: Hypercorn's configuration (timeouts, sizes, logging).
         max_per_client: connections one client address may hold at once.
+        on_change: called whenever a connection opens or closes.
     """
 
-    def __init__(self, app: Any, config: Config, *, max_per_client: int) -> None:
+    def __init__(
+        self,
+        app: Any,
+        config: Config,
+        *,
+        max_per_client: int,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._on_change = on_change
         self._app = wrap_app(app, config.wsgi_max_body_size, "asgi")
         self._config = config
         self._context = WorkerContext(None)
@@ -161,10 +171,12 @@ class ConnectionGuard:
         client = _peer_host(stream)
         if self._per_client[client] >= self._max_per_client:
             self._refused_busy += 1
+            self._on_change()
             await _answer_and_close(stream, _too_many_connections())
             return
         self._per_client[client] += 1
         self._accepted += 1
+        self._on_change()
         try:
             head = await _first_bytes(stream)
             if head is None:
@@ -191,6 +203,7 @@ class ConnectionGuard:
             self._per_client[client] -= 1
             if not self._per_client[client]:
                 del self._per_client[client]
+            self._on_change()
 
 
 def _peer_host(stream: trio.SocketStream) -> str:

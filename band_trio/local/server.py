@@ -277,7 +277,10 @@ class LocalPlatform:
             # default, which makes a busy client's pool reconnect for no reason.
             config.keep_alive_max_requests = 2**31
             guard = ConnectionGuard(
-                self._app, config, max_per_client=self.max_connections_per_client
+                self._app,
+                config,
+                max_per_client=self.max_connections_per_client,
+                on_change=self._changes.wake,
             )
             async with trio.open_nursery() as nursery:
                 await nursery.start(partial(guard.serve, listener))
