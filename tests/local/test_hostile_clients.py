@@ -148,8 +148,11 @@ async def test_the_key_is_checked_before_the_body_is_read(band_platform: LocalPl
     with trio.fail_after(IO_DEADLINE):
         await stream.send_all(head + b"x" * 1000)
         answer = await _response_head(stream)
+    # ... and the connection is closed: the rest of the body is never read
+    answer += await _receive_until_closed(stream)
     await stream.aclose()
     assert answer.startswith(b"HTTP/1.1 401")
+    assert b"unauthorized" in answer
     await _still_answers(band_platform)
 
 
