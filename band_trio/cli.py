@@ -93,7 +93,7 @@ def _add_platform(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 def _platform_info(platform: object, env_files: Sequence[str] = ()) -> dict[str, object]:
     # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import LocalPlatform
-    from band_trio.local.server import is_loopback
+    from band_trio.local.server import is_loopback  # lazy: the `local` extra, as above
 
     assert isinstance(platform, LocalPlatform)
     info: dict[str, object] = {

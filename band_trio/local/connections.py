@@ -30,11 +30,17 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config
-from hypercorn.trio.tcp_server import TCPServer
-from hypercorn.trio.worker_context import WorkerContext
-from hypercorn.typing import ConnectionState
-from hypercorn.utils import wrap_app
+
+from band_trio.errors import MissingExtraError
+
+try:
+    from hypercorn.config import Config
+    from hypercorn.trio.tcp_server import TCPServer
+    from hypercorn.trio.worker_context import WorkerContext
+    from hypercorn.typing import ConnectionState
+    from hypercorn.utils import wrap_app
+except ModuleNotFoundError as exc:  # installed without the `local` extra
+    raise MissingExtraError("local", "the embedded local Band platform") from exc
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS_PER_CLIENT",
