@@ -347,3 +347,39 @@ async def test_every_route_with_hostile_inputs_never_500(
 
 def _refuse(name: str) -> Any:
     raise AssertionError(f"{name} in an answer")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    token=st.one_of(st.none(), HOSTILE_TEXT),
+    room_id=st.one_of(st.none(), HOSTILE_TEXT),
+    use_user_key=st.booleans(),
+    asset=st.sampled_from(["", "/", "/index.html", "/app.js", "/../server.py", "/x"]),
+)
+async def test_the_live_feed_and_the_playground_with_hostile_queries(
+    token: str | None, room_id: str | None, use_user_key: bool, asset: str
+) -> None:
+    """The feed and the page are refused without the user's key; a hostile
+    room is refused even with it (a refusal answers at once, a stream never)."""
+    platform = ADMIN_PLATFORM
+    params = {k: v for k, v in (("token", token), ("room_id", room_id)) if v is not None}
+    if use_user_key:
+        params["token"] = platform.user.api_key
+        params["room_id"] = "room-" + (room_id or "x")  # never a real room id
+    transport = httpx.ASGITransport(app=platform.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+        with trio.fail_after(10):
+            feed = await client.get("/api/v1/me/stream", params=params)
+            page = await client.get("/playground" + asset, params=params)
+    assert feed.status_code in (401, 403, 404), feed.text
+    assert_error_body(feed)
+    assert page.status_code < 500, page.text
+    if asset in ("", "/", "/index.html") and not use_user_key:
+        assert page.status_code == 401
+        assert platform.user.api_key.encode() not in page.content
+
+
+def assert_error_body(response: httpx.Response) -> None:
+    error = response.json()["error"]
+    assert isinstance(error["code"], str)
+    assert isinstance(error["request_id"], str)
