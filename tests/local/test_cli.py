@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 import trio
 
 from band_trio.cli import build_parser, main
-from band_trio.local import LocalPlatform
+from band_trio.local import LocalPlatform, open_local_platform
 
 STARTUP_DEADLINE = 30
 
@@ -214,9 +215,9 @@ async def test_platform_admin_api_only_with_the_admin_flag() -> None:
 def test_loopback_addresses() -> None:
     from band_trio.local.server import is_loopback
 
-    for host in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"):
+    for host in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"):
         assert is_loopback(host), host
-    for host in ("0.0.0.0", "::", "192.168.1.10", "example.com", ""):
+    for host in ("0.0.0.0", "::", "192.168.1.10", "::ffff:10.0.0.1", "example.com", ""):
         assert not is_loopback(host), host
 
 
@@ -256,3 +257,24 @@ def test_a_non_loopback_bind_warns_and_hides_keys_from_the_banner(
     assert "band_agent_SECRET" in out
     assert "band_admin_SECRET" in out
     assert err == ""
+
+
+async def test_serving_beyond_loopback_logs_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import band_trio.local.server as server
+
+    # Tests bind loopback only: play an exposed interface by answering for it.
+    monkeypatch.setattr(server, "is_loopback", lambda host: False)
+    with caplog.at_level(logging.WARNING, logger="band_trio.local"):
+        async with server.open_local_platform():
+            pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("not loopback" in message for message in warnings), warnings
+
+
+async def test_serving_on_loopback_logs_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="band_trio.local"):
+        async with open_local_platform():
+            pass
+    assert not [r for r in caplog.records if "not loopback" in r.getMessage()]
