@@ -46,9 +46,9 @@ async def _still_answers(platform: LocalPlatform) -> None:
     assert response.json()["data"]["id"] == agent.id
 
 
-async def _receive_until_closed(stream: trio.SocketStream) -> bytes:
+async def _receive_until_closed(stream: trio.SocketStream, deadline: float = IO_DEADLINE) -> bytes:
     data = b""
-    with trio.fail_after(IO_DEADLINE):
+    with trio.fail_after(deadline):
         while True:
             try:
                 chunk = await stream.receive_some(65536)
@@ -172,6 +172,21 @@ async def test_a_stalled_body_answers_408(
     await stream.aclose()
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert trio.current_time() - started >= BODY_IDLE_TIMEOUT
+    await _still_answers(band_platform)
+
+
+async def test_stalled_headers_are_dropped(
+    band_platform: LocalPlatform, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Half a request line and nothing more: the connection is closed after the
+    keep-alive timeout, it does not stay open for as long as the client likes."""
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    await stream.send_all(b"GET /api/v1/agent/me HTTP/1.1\r\nhost: local")
+    started = trio.current_time()
+    answer = await _receive_until_closed(stream, 120)
+    await stream.aclose()
+    assert b"200" not in answer
+    assert trio.current_time() - started <= 60
     await _still_answers(band_platform)
 
 
