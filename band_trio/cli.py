@@ -45,7 +45,17 @@ def _add_platform(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         ),
     )
     parser.add_argument(
-        "--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)"
+        "--host",
+        default="127.0.0.1",
+        help="interface to bind (default: 127.0.0.1); another address than loopback "
+        "prints a warning and keeps the keys out of the text output (use --env-file "
+        "or --json to get them)",
+    )
+    parser.add_argument(
+        "--admin",
+        action="store_true",
+        help="serve the operator's API /_local/admin (fault injection, control, "
+        "socket drops) under an admin key of its own, printed at start; off by default",
     )
     parser.add_argument(
         "--port",
@@ -87,6 +97,7 @@ def _add_platform(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 def _platform_info(platform: object, env_files: Sequence[str] = ()) -> dict[str, object]:
     # Lazy: the local platform is the optional `local` extra.
     from band_trio.local import LocalPlatform
+    from band_trio.local.server import is_loopback  # lazy: the `local` extra, as above
 
     assert isinstance(platform, LocalPlatform)
     info: dict[str, object] = {
@@ -102,6 +113,10 @@ def _platform_info(platform: object, env_files: Sequence[str] = ()) -> dict[str,
             for a in platform.agents
         ],
     }
+    if platform.admin:
+        info["admin_key"] = platform.admin_key
+    if not is_loopback(platform.host):
+        info["exposed"] = platform.host
     if platform.state_dir is not None:
         info["state_dir"] = str(platform.state_dir)
     if env_files:
@@ -110,9 +125,24 @@ def _platform_info(platform: object, env_files: Sequence[str] = ()) -> dict[str,
 
 
 def _print_info(info: dict[str, object], as_json: bool) -> None:
+    exposed = info.get("exposed")
+    if exposed is not None:
+        # Loud and on stderr, so that it is seen even when stdout is piped.
+        print(
+            f"WARNING: the local Band platform is bound to {exposed}, not loopback.\n"
+            "WARNING: anyone who can reach it and holds a key acts as that user or agent,\n"
+            "WARNING: over plain HTTP (keys travel in clear). Keys are not printed here;\n"
+            "WARNING: take them from --env-file (a 0600 file) or --json.",
+            file=sys.stderr,
+            flush=True,
+        )
     if as_json:
         print(json.dumps(info, separators=(",", ":")), flush=True)
         return
+
+    def secret(value: object) -> str:
+        return "(hidden: not bound to loopback)" if exposed is not None else str(value)
+
     user = info["user"]
     assert isinstance(user, dict)
     lines = [
@@ -120,8 +150,10 @@ def _print_info(info: dict[str, object], as_json: bool) -> None:
         f"  REST URL:      {info['rest_url']}",
         f"  WebSocket URL: {info['ws_url']}",
         f"  User:          @{user['handle']} (id {user['id']})",
-        f"  User API key:  {user['api_key']}",
+        f"  User API key:  {secret(user['api_key'])}",
     ]
+    if "admin_key" in info:
+        lines.append(f"  Admin key:     {secret(info['admin_key'])}  (x-admin-key)")
     if "state_dir" in info:
         lines.append(f"  State:         {info['state_dir']}")
     agents = info["agents"]
@@ -130,7 +162,7 @@ def _print_info(info: dict[str, object], as_json: bool) -> None:
         lines += [
             f"  Agent:         {agent['name']} @{agent['handle']}",
             f"    BAND_AGENT_ID={agent['id']}",
-            f"    BAND_API_KEY={agent['api_key']}",
+            f"    BAND_API_KEY={secret(agent['api_key'])}",
         ]
     env_files = info.get("env_files", [])
     assert isinstance(env_files, list)
@@ -207,7 +239,11 @@ def _run_platform(args: argparse.Namespace) -> int:
 
     try:
         platform = LocalPlatform(
-            host=args.host, port=args.port, seed_demo=not args.agents, state_dir=args.state
+            host=args.host,
+            port=args.port,
+            seed_demo=not args.agents,
+            state_dir=args.state,
+            admin=args.admin,
         )
     except BandConfigError as exc:
         print(f"band-trio platform: {exc}", file=sys.stderr)

@@ -13,7 +13,8 @@ It is served by Hypercorn, which comes with the optional extra
 needs it.
 
 Inside, one module per idea: ``server`` (the Trio service), ``app`` and
-``asgi`` (the ASGI application and its core), ``routes/`` (one module per
+``asgi`` (the ASGI application and its core), ``connections`` (accepting
+TCP connections, each guarded so that none can stop the server), ``routes/`` (one module per
 surface: agent API, human API, admin API, WebSocket), ``hub`` (Phoenix
 channels), ``store`` and ``directory`` (the sans-io state and its rules),
 ``contact_book``, ``memories``, ``tasks``, ``files``, ``delegation`` (features
@@ -22,6 +23,7 @@ but its error root, so the interop tests prove the wire and nothing shared.
 """
 
 from band_trio.local.accounts import AgentCredentials, UserCredentials
+from band_trio.local.connections import ConnectionStatistics
 from band_trio.local.faults import Fault, FaultInjector
 from band_trio.local.hub import HubStatistics
 from band_trio.local.human import HumanClient
@@ -31,6 +33,7 @@ from band_trio.local.store import PlatformState
 
 __all__ = [
     "AgentCredentials",
+    "ConnectionStatistics",
     "Fault",
     "FaultInjector",
     "HubStatistics",

@@ -24,7 +24,11 @@ def decode_cursor(cursor: str | None) -> int | None:
     if cursor is None or cursor == "":
         return None
     digits = cursor[len(_PREFIX) :]
-    if not cursor.startswith(_PREFIX) or not digits.isdigit() or len(digits) > 18:
+    if (
+        not cursor.startswith(_PREFIX)
+        or not (digits.isascii() and digits.isdigit())
+        or len(digits) > 18
+    ):
         raise invalid("/cursor", "is invalid")
     return int(digits)
 

@@ -1,10 +1,11 @@
 """The local platform's ASGI application: routing, authentication, faults.
 
 :class:`BandApp` serves three route tables (the agent API, the human API with
-its live-feed controls, the local admin API), the WebSocket endpoint, the
-human live feed (Server-Sent Events) and the browser playground. For each HTTP
-request it applies the fault injection rules, authenticates the caller for the
-route, runs the synchronous handler, and publishes what the request changed
+its live-feed controls, and, only when enabled, the local admin API), the
+WebSocket endpoint, the human live feed (Server-Sent Events) and the browser
+playground. For each HTTP request it applies the fault injection rules,
+authenticates the caller for the route from its headers, only then reads the
+body, runs the synchronous handler, and publishes what the request changed
 (pushes to the sockets and the live feed, a wake-up to
 :meth:`~band_trio.local.LocalPlatform.wait_for`).
 """
@@ -21,6 +22,7 @@ import trio
 from band_trio.local._input import Query
 from band_trio.local.asgi import (
     MAX_JSON_BODY,
+    Auth,
     Ctx,
     Receive,
     Response,
@@ -32,7 +34,7 @@ from band_trio.local.asgi import (
     read_body,
 )
 from band_trio.local.faults import fault_refusal
-from band_trio.local.model import AgentRecord, UserRecord
+from band_trio.local.model import AgentRecord, Principal, UserRecord
 from band_trio.local.refusal import RequestRefusedError, fail, forbidden
 from band_trio.local.routes import admin_api, agent_api, human_api, human_feed, playground
 from band_trio.local.routes.websocket import serve_websocket
@@ -51,8 +53,11 @@ class BandApp:
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        # Without admin the operator's routes do not exist: they answer 404
+        # like any unknown path, so a scan learns nothing from them.
+        admin_routes = admin_api.ROUTES if services.admin_enabled else ()
         self.routes = RouteTable(
-            (*agent_api.ROUTES, *human_api.ROUTES, *human_feed.ROUTES, *admin_api.ROUTES)
+            (*agent_api.ROUTES, *human_api.ROUTES, *human_feed.ROUTES, *admin_routes)
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -94,7 +99,8 @@ class BandApp:
         except trio.BrokenResourceError:
             return
         except Exception:
-            log.exception("local platform: unhandled error on %s %s", method, path)
+            # %r: a path or method holding a newline must not forge a log line.
+            log.exception("local platform: unhandled error on %r %r", method, path)
             response = error_response(fail(500, "internal server error"), request_id)
         out_headers = [(b"x-request-id", request_id.encode())]
         if response.content_type is not None:
@@ -118,6 +124,9 @@ class BandApp:
         if fault is not None and not fault.perform:
             raise fault_refusal(fault)
         route, params = self.routes.resolve(method, path)
+        # The caller is known before a byte of the body is read: a client
+        # without a valid key costs the platform its headers, never its body.
+        principal = self._authenticate(route.auth, headers)
         limit = services.max_upload_bytes + 1 if route.upload else MAX_JSON_BODY
         body = await read_body(receive, limit)
         ctx = Ctx(
@@ -128,23 +137,34 @@ class BandApp:
             _query(scope),
             headers,
             body,
+            principal,
         )
-        if route.auth == "admin":
-            if not secrets.compare_digest(headers.get("x-admin-key", ""), services.admin_key):
-                raise fail(401, "a valid x-admin-key header is required")
-        else:
-            principal = services.state.authenticate(headers.get("x-api-key"))
-            if principal is None:
-                raise fail(401, "missing or invalid API key")
-            if route.auth == "agent" and not isinstance(principal, AgentRecord):
-                raise forbidden("this endpoint needs an agent API key")
-            if route.auth == "user" and not isinstance(principal, UserRecord):
-                raise forbidden("this endpoint needs a user API key")
-            ctx.principal = principal
         response = route.handler(ctx)
         if fault is not None:
             raise fault_refusal(fault)
         return response
+
+    def _authenticate(self, auth: Auth, headers: dict[str, str]) -> Principal | None:
+        """The caller of a route with ``auth`` (None for the admin key).
+
+        Raises:
+            RequestRefusedError: 401 without a valid key, 403 for the wrong kind of key.
+        """
+        services = self.services
+        if auth == "admin":
+            # Compared as bytes: compare_digest refuses non-ASCII text.
+            given = headers.get("x-admin-key", "").encode("latin-1")
+            if not given or not secrets.compare_digest(given, services.admin_key.encode()):
+                raise fail(401, "a valid x-admin-key header is required")
+            return None
+        principal = services.state.authenticate(headers.get("x-api-key"))
+        if principal is None:
+            raise fail(401, "missing or invalid API key")
+        if auth == "agent" and not isinstance(principal, AgentRecord):
+            raise forbidden("this endpoint needs an agent API key")
+        if auth == "user" and not isinstance(principal, UserRecord):
+            raise forbidden("this endpoint needs a user API key")
+        return principal
 
     async def _stream(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]

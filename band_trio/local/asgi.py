@@ -28,6 +28,8 @@ from band_trio.local.refusal import RequestRefusedError, fail, invalid
 from band_trio.local.store import PlatformState
 
 __all__ = [
+    "BODY_IDLE_TIMEOUT",
+    "BODY_TOTAL_TIMEOUT",
     "DEPRECATION_HEADERS",
     "MAX_JSON_BODY",
     "Ctx",
@@ -54,6 +56,10 @@ Auth = Literal["agent", "user", "admin"]
 
 MAX_JSON_BODY = 4 * 1024 * 1024
 MAX_JSON_DEPTH = 64
+BODY_IDLE_TIMEOUT = 15.0
+"""Seconds a request body may go without a byte before the request answers 408."""
+BODY_TOTAL_TIMEOUT = 300.0
+"""Seconds a whole request body may take (25 MB at about 85 kB/s) before 408."""
 SUNSET = "Thu, 01 Oct 2026 00:00:00 GMT"
 DEPRECATION_HEADERS: tuple[tuple[str, str], ...] = (("deprecation", "true"), ("sunset", SUNSET))
 """Headers of answers to the deprecated ``page``/``page_size`` pagination."""
@@ -72,6 +78,7 @@ class Services:
         admin_key: the ``x-admin-key`` of ``/_local/admin``.
         max_upload_bytes: file uploads above this answer 413.
         owner_id: the pre-created user, owner of agents registered without one.
+        admin_enabled: whether ``/_local/admin`` is served at all.
     """
 
     state: PlatformState
@@ -82,6 +89,7 @@ class Services:
     admin_key: str = attrs.field(repr=False)
     max_upload_bytes: int
     owner_id: str
+    admin_enabled: bool = False
 
 
 @attrs.define
@@ -95,8 +103,13 @@ class Response:
 
 
 def json_bytes(value: Any) -> bytes:
-    """Compact UTF-8 JSON."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact UTF-8 JSON.
+
+    Raises:
+        ValueError: ``value`` holds NaN or an infinity, which JSON cannot carry
+            (input refuses them, so this is a bug, never an answer to send).
+    """
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
 def ok(
@@ -155,7 +168,9 @@ class Ctx:
         if not self.body.strip():
             raise invalid("/", "a JSON body is required")
         try:
-            value = json.loads(self.body, parse_constant=_reject_constant)
+            value = json.loads(
+                self.body, parse_constant=_reject_constant, parse_float=_finite_float
+            )
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise fail(400, "the request body is not valid JSON", code="invalid_json") from None
         _check_tree(value, check_unicode=b"\\u" in self.body)
@@ -230,26 +245,43 @@ class RouteTable:
         raise fail(404, f"no route for {method} {path}")
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
-    """The whole request body.
+async def read_body(
+    receive: Receive,
+    limit: int,
+    *,
+    idle_timeout: float = BODY_IDLE_TIMEOUT,
+    total_timeout: float = BODY_TOTAL_TIMEOUT,
+) -> bytes:
+    """The whole request body, refused once too large or too slow.
+
+    A client that stops sending (or trickles) would otherwise hold the
+    request, its buffered chunks and a connection for as long as it likes.
 
     Raises:
-        RequestRefusedError: 413 once the body passes ``limit`` bytes.
+        RequestRefusedError: 413 once the body passes ``limit`` bytes; 408 when
+            no chunk arrives for ``idle_timeout`` seconds or the whole body takes
+            longer than ``total_timeout``.
         trio.BrokenResourceError: the client went away.
     """
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise trio.BrokenResourceError("client went away")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise fail(413, f"request body is too large (maximum is {limit} bytes)")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    with trio.move_on_after(total_timeout):
+        while True:
+            message = None
+            with trio.move_on_after(idle_timeout):
+                message = await receive()
+            if message is None:
+                break
+            if message["type"] == "http.disconnect":
+                raise trio.BrokenResourceError("client went away")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise fail(413, f"request body is too large (maximum is {limit} bytes)")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+    raise fail(408, "the request body arrived too slowly", code="request_timeout")
 
 
 def error_response(exc: RequestRefusedError, request_id: str) -> Response:
@@ -267,6 +299,15 @@ def _reject_constant(name: str) -> Any:
     # json.loads accepts NaN/Infinity, which are not JSON: echoing them back
     # would produce frames and bodies that strict clients cannot parse.
     raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    # ``1e999`` parses to an infinity, which would be stored and then served
+    # back as ``Infinity``: not JSON, so strict clients could not read it.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is out of range")
+    return value
 
 
 def _check_tree(value: Any, *, check_unicode: bool) -> None:

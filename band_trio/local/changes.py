@@ -45,6 +45,12 @@ class ChangeFeed:
         self._changed.set()
         self._changed = trio.Event()
 
+    def wake(self) -> None:
+        """Wake every :meth:`wait_for` caller without publishing anything (a
+        change outside the state, such as a TCP connection opening)."""
+        self._changed.set()
+        self._changed = trio.Event()
+
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         """Wait until ``predicate()`` is true, re-checking it after every publish.
 

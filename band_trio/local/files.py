@@ -12,7 +12,9 @@ from band_trio.local.store import PlatformState
 
 __all__ = ["download", "sniff_content_type", "upload"]
 
-_RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
+# ASCII digits, at most 18 of them: a longer or non-ASCII range is not one we
+# parse (int() would accept other scripts' digits, or refuse 5,000 of them).
+_RANGE_RE = re.compile(r"^bytes=([0-9]{0,18})-([0-9]{0,18})$", re.ASCII)
 
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),

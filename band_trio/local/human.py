@@ -432,7 +432,7 @@ def _raise_for(response: httpx.Response, method: str, path: str) -> None:
         message=error.get("message"),
         request_id=error.get("request_id"),
         details=error.get("details") if isinstance(error.get("details"), dict) else None,
-        retry_after=float(retry) if retry and retry.isdigit() else None,
+        retry_after=float(retry) if retry and retry.isascii() and retry.isdigit() else None,
         method=method,
         path=path,
     )

@@ -1,4 +1,20 @@
-"""Agent memories (``/memories...``) and the human ``/me/memories`` views."""
+"""Agent memories (``/memories...``) and the human ``/me/memories`` views.
+
+Who may see what (the local platform's rule; the platform's documentation
+leaves it open):
+
+- A memory belongs to the agent that stored it, and so to that agent's owner.
+  The agent reads and changes its own; organisation-scope memories are also
+  readable by agents of the same organisation.
+- An agent may make a memory *about* someone (``subject_id``) only if it knows
+  them: itself, its owner, one of its contacts, or someone it shares a room
+  with. Any other id is refused (422), the same answer whether or not the id
+  exists, so the check reveals nobody.
+- The subject of a memory does not thereby see it: a user reads, changes and
+  deletes the memories of the agents they own (and only reads organisation-scope
+  ones of their organisation), never those another owner's agent keeps about
+  them. What an agent remembers is its owner's business.
+"""
 
 from __future__ import annotations
 
@@ -83,6 +99,11 @@ def create(state: PlatformState, agent: AgentRecord, body: Obj) -> JSON:
     scope = req.str_("scope", choices=SCOPES) or ("subject" if subject_id else "agent")
     if scope == "subject" and not subject_id:
         raise invalid(req.at("subject_id"), "is required for subject scope")
+    if subject_id is not None and not _knows(state, agent, subject_id):
+        raise invalid(
+            req.at("subject_id"),
+            "must be the agent, its owner, a contact or someone it shares a room with",
+        )
     organization_id = None
     if scope == "organization":
         organization_id = state.organization_of(agent)
@@ -118,6 +139,12 @@ def create(state: PlatformState, agent: AgentRecord, body: Obj) -> JSON:
     state.memories[memory.id] = memory
     state.memory_changed(memory.id)
     return memory_json(memory)
+
+
+def _knows(state: PlatformState, agent: AgentRecord, subject_id: str) -> bool:
+    if subject_id in (agent.id, agent.owner_id) or subject_id in state.contact_ids(agent.id):
+        return True
+    return any(subject_id in room.members for room in state.rooms_of(agent.id))
 
 
 def _filters(query: Query, *, default_scope: str) -> Callable[[Memory], bool]:
@@ -243,8 +270,6 @@ def _visible_to_user(state: PlatformState, user: UserRecord, memory: Memory) -> 
     source = state.agents.get(memory.source_agent_id or "")
     if source is not None and source.owner_id == user.id:
         return True
-    if memory.subject_id == user.id:
-        return True
     return (
         memory.scope == "organization"
         and memory.organization_id is not None
@@ -270,10 +295,16 @@ def human_list(
     return _page(rows, query, lambda m: _user_memory_json(state, m))
 
 
-def _human_memory(state: PlatformState, user: UserRecord, memory_id: str) -> Memory:
+def _human_memory(
+    state: PlatformState, user: UserRecord, memory_id: str, *, change: bool = False
+) -> Memory:
     memory = state.memories.get(memory_id)
     if memory is None or not _visible_to_user(state, user, memory):
         raise not_found("memory")
+    if change:
+        source = state.agents.get(memory.source_agent_id or "")
+        if source is None or source.owner_id != user.id:
+            raise forbidden("only the owner of the agent that stored a memory can change it")
     return memory
 
 
@@ -284,14 +315,14 @@ def human_get(state: PlatformState, user: UserRecord, memory_id: str) -> JSON:
 
 def human_delete(state: PlatformState, user: UserRecord, memory_id: str) -> None:
     """``DELETE /me/memories/{id}`` (hard delete)."""
-    memory = _human_memory(state, user, memory_id)
+    memory = _human_memory(state, user, memory_id, change=True)
     del state.memories[memory.id]
     state.memory_changed(memory.id)
 
 
 def human_transition(state: PlatformState, user: UserRecord, memory_id: str, action: str) -> JSON:
     """``POST /me/memories/{id}/supersede|archive|restore`` (restore: 422 when active)."""
-    memory = _human_memory(state, user, memory_id)
+    memory = _human_memory(state, user, memory_id, change=True)
     if action == "restore":
         if memory.status == "active":
             raise invalid("/status", "the memory is already active")

@@ -299,7 +299,7 @@ class RoomRecord:
 
     def find_task(self, ref: str | int) -> TaskRecord | None:
         """A task of this room by UUID or board number (``3`` or ``"3"``)."""
-        if isinstance(ref, int) or ref.isdigit():
+        if isinstance(ref, int) or (ref.isascii() and ref.isdigit() and len(ref) <= 18):
             number = int(ref)
             for task in self.tasks:
                 if task.number == number:

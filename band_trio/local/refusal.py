@@ -31,6 +31,7 @@ _CODES = {
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
+    408: "request_timeout",
     409: "conflict",
     413: "content_too_large",
     416: "range_not_satisfiable",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import socket
@@ -18,7 +19,6 @@ from band_trio.errors import BandConfigError, MissingExtraError
 
 try:
     from hypercorn.config import Config
-    from hypercorn.trio import serve as hypercorn_serve
 except ModuleNotFoundError as exc:  # installed without the `local` extra
     raise MissingExtraError("local", "the embedded local Band platform") from exc
 
@@ -32,6 +32,11 @@ from band_trio.local.accounts import (
 from band_trio.local.app import BandApp
 from band_trio.local.asgi import Services
 from band_trio.local.changes import ChangeFeed
+from band_trio.local.connections import (
+    DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+    ConnectionGuard,
+    ConnectionStatistics,
+)
 from band_trio.local.faults import FaultInjector
 from band_trio.local.hub import Hub, HubStatistics
 from band_trio.local.human import mention_item
@@ -40,7 +45,13 @@ from band_trio.local.persistence import StateFile
 from band_trio.local.routes.websocket import WS_PATH
 from band_trio.local.store import PlatformState
 
-__all__ = ["AgentCredentials", "LocalPlatform", "UserCredentials", "open_local_platform"]
+__all__ = [
+    "AgentCredentials",
+    "LocalPlatform",
+    "UserCredentials",
+    "is_loopback",
+    "open_local_platform",
+]
 
 log = logging.getLogger("band_trio.local")
 
@@ -48,6 +59,20 @@ DEFAULT_MAX_UPLOAD = 25 * 1024 * 1024
 DEMO_AGENT_NAME = "Echo"
 DEMO_AGENT_DESCRIPTION = "A demo agent: mention it and it answers in the room."
 LAST_PORT_SETTING = "last_port"
+WEBSOCKET_MAX_MESSAGE = 1024 * 1024
+"""Bytes of one WebSocket message (all its frames); a bigger one closes the socket with 1009."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an interface to bind) reaches this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 is loopback too
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 class _SavingChangeFeed(ChangeFeed):
@@ -88,12 +113,23 @@ class LocalPlatform:
             started), or, with ``state_dir``, the port of the previous run
             when it is free, so that URLs handed out stay valid.
         seed_demo: pre-register the demo agent (on an empty state only).
-        admin_key: the ``x-admin-key`` for ``/_local/admin``; random by default.
+        admin: serve the operator's HTTP API ``/_local/admin`` (state snapshot,
+            ``agent.control``, socket drops, fault injection, users, agents,
+            room deletion). Off by default: its routes then answer 404. The
+            Python methods (:meth:`post_message`, :meth:`push_control`,
+            :attr:`faults`, ...) work either way; only HTTP is gated.
+        admin_key: the ``x-admin-key`` for ``/_local/admin`` (a key of its own,
+            never a user's or an agent's); random by default.
         max_upload_bytes: file uploads above this answer 413.
         agent_message_updates: also push ``message_updated`` to agents.
         user_name: display name of the pre-created user.
         user_handle: handle of the pre-created user.
         state_dir: the directory to keep the state in; None keeps it in memory.
+        max_connections_per_client: connections one client address may hold
+            at once; one more is answered 429 and closed.
+
+    Binding another interface than loopback (``host="0.0.0.0"``) makes every
+    key a network secret: the platform logs a warning when it starts.
 
     Raises:
         BandConfigError: ``state_dir`` is in use by another platform, or holds
@@ -105,6 +141,7 @@ class LocalPlatform:
         hub: the WebSocket hub (live sockets and joined topics).
         user: the pre-created user's credentials.
         agents: credentials of every agent registered through this object.
+        admin: whether ``/_local/admin`` is served.
         admin_key: the admin key.
         state_dir: where the state is kept (None: in memory).
     """
@@ -115,14 +152,18 @@ class LocalPlatform:
         host: str = "127.0.0.1",
         port: int = 0,
         seed_demo: bool = True,
+        admin: bool = False,
         admin_key: str | None = None,
         max_upload_bytes: int = DEFAULT_MAX_UPLOAD,
         agent_message_updates: bool = False,
         user_name: str = "Demo User",
         user_handle: str = "demo",
         state_dir: str | os.PathLike[str] | None = None,
+        max_connections_per_client: int = DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
     ) -> None:
         self.host = host
+        self.admin = admin
+        self.max_connections_per_client = max_connections_per_client
         self.port = port
         self.max_upload_bytes = max_upload_bytes
         self.state = PlatformState(agent_message_updates=agent_message_updates)
@@ -163,8 +204,10 @@ class LocalPlatform:
                 admin_key=self.admin_key,
                 max_upload_bytes=max_upload_bytes,
                 owner_id=self.user.id,
+                admin_enabled=admin,
             )
         )
+        self._guard: ConnectionGuard | None = None
         self._rest_url: str | None = None
 
     def __repr__(self) -> str:
@@ -214,7 +257,7 @@ class LocalPlatform:
             OSError: the address could not be bound.
         """
         # Bind the listening socket ourselves so a bind failure is a plain OSError
-        # (not an ExceptionGroup from inside the server); hypercorn serves its fd.
+        # (not an ExceptionGroup from inside the server).
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         listener = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -224,9 +267,10 @@ class LocalPlatform:
             if self._state_file is not None:
                 self._state_file.remember(LAST_PORT_SETTING, str(port))
             config = Config()
-            # hypercorn takes ownership of the fd it is given: give it a duplicate.
-            config.bind = [f"fd://{os.dup(listener.fileno())}"]
-            config.websocket_max_message_size = 1024 * 1024
+            config.websocket_max_message_size = WEBSOCKET_MAX_MESSAGE
+            # Hypercorn buffers at most this many body chunks per request
+            # before it stops reading the socket (backpressure, bounded memory).
+            config.max_app_queue_size = 10
             config.graceful_timeout = 1.0
             config.accesslog = None
             config.errorlog = logging.getLogger("band_trio.local.server")
@@ -234,11 +278,25 @@ class LocalPlatform:
             # Hypercorn closes a keep-alive connection after 1,000 requests by
             # default, which makes a busy client's pool reconnect for no reason.
             config.keep_alive_max_requests = 2**31
+            guard = ConnectionGuard(
+                self._app,
+                config,
+                max_per_client=self.max_connections_per_client,
+                on_change=self._changes.wake,
+            )
             async with trio.open_nursery() as nursery:
-                await nursery.start(partial(hypercorn_serve, self._app, config))  # type: ignore[arg-type]
+                await nursery.start(partial(guard.serve, listener))
+                self._guard = guard
                 host = f"[{self.host}]" if ":" in self.host else self.host
                 self._rest_url = f"http://{host}:{port}"
                 log.info("local Band platform listening on %s", self._rest_url)
+                if not is_loopback(self.host):
+                    log.warning(
+                        "the local Band platform is bound to %s, not loopback: anyone who "
+                        "can reach this address and holds a key can act as that user or "
+                        "agent, over plain HTTP",
+                        self.host,
+                    )
                 task_status.started(self)
         finally:
             listener.close()
@@ -277,6 +335,13 @@ class LocalPlatform:
     def statistics(self) -> HubStatistics:
         """WebSocket counters (connections, frames, supersedes, drops)."""
         return self.hub.statistics()
+
+    def connection_statistics(self) -> ConnectionStatistics:
+        """TCP connection counters (open, accepted, refused, failed); zeros
+        before serving."""
+        if self._guard is None:
+            return ConnectionStatistics(0, 0, 0, 0, 0)
+        return self._guard.statistics()
 
     # ------------------------------------------------------------------ accounts
 

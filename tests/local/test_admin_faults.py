@@ -18,16 +18,50 @@ from tests.local.helpers import (
 )
 
 
+@pytest.fixture
+async def band_platform(nursery: trio.Nursery) -> LocalPlatform:
+    """The platform of these tests serves its admin API (off by default)."""
+    platform = LocalPlatform(host="127.0.0.1", port=0, admin=True)
+    await nursery.start(platform.serve)
+    return platform
+
+
 def admin(platform: LocalPlatform) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         base_url=platform.rest_url + "/_local/admin", headers={"x-admin-key": platform.admin_key}
     )
 
 
+async def test_admin_api_is_off_unless_enabled() -> None:
+    async with open_local_platform() as platform:
+        assert not platform.admin
+        async with httpx.AsyncClient(base_url=platform.rest_url) as client:
+            with trio.fail_after(IO_DEADLINE):
+                for method, path in (
+                    ("GET", "/_local/admin/state"),
+                    ("POST", "/_local/admin/faults"),
+                    ("DELETE", "/_local/admin/faults"),
+                    ("POST", "/_local/admin/control"),
+                ):
+                    headers = {"x-admin-key": platform.admin_key}
+                    response = await client.request(method, path, headers=headers, json={})
+                    assert_error(response, 404, "not_found")
+                # the Python surface stays: a fault added in process still applies
+                platform.faults.add("GET", "^/api/v1/agent/me$", 503)
+                demo = {"x-api-key": platform.agents[0].api_key}
+                assert_error(await client.get("/api/v1/agent/me", headers=demo), 503)
+                assert (await client.get("/api/v1/agent/me", headers=demo)).status_code == 200
+
+
 async def test_admin_needs_the_admin_key(band_platform: LocalPlatform) -> None:
     async with httpx.AsyncClient(base_url=band_platform.rest_url) as client:
         with trio.fail_after(IO_DEADLINE):
             assert_error(await client.get("/_local/admin/state"), 401)
+            # a non-ASCII admin key is a wrong key, not a crash
+            response = await client.get(
+                "/_local/admin/state", headers=[(b"x-admin-key", "é€".encode())]
+            )
+            assert_error(response, 401)
             assert_error(
                 await client.get("/_local/admin/state", headers={"x-admin-key": "nope"}), 401
             )

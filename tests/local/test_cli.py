@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import trio
 
 from band_trio.cli import build_parser, main
-from band_trio.local import LocalPlatform
-from tests.local.cli_helpers import STARTUP_DEADLINE, cli_command, read_line
+from band_trio.local import LocalPlatform, open_local_platform
+from tests.local.cli_helpers import STARTUP_DEADLINE, cli_command, read_line, stop_process
 
 
 async def _run_platform_until(sig: int, *, as_json: bool) -> tuple[bytes, int]:
@@ -134,3 +136,109 @@ async def test_platform_on_a_busy_port_exits_one(band_platform: LocalPlatform) -
     assert result.returncode == 1
     assert result.stdout == b""
     assert b"band-trio platform:" in result.stderr
+
+
+async def _platform_json(*extra: str) -> tuple[dict[str, Any], trio.Process]:
+    process = await trio.lowlevel.open_process(
+        cli_command("platform", "--port", "0", "--json", *extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    with trio.fail_after(STARTUP_DEADLINE):
+        return json.loads(await read_line(process.stdout)), process
+
+
+async def test_platform_admin_api_only_with_the_admin_flag() -> None:
+    info, process = await _platform_json()
+    try:
+        assert "admin_key" not in info
+        async with httpx.AsyncClient(base_url=info["rest_url"]) as client:
+            with trio.fail_after(STARTUP_DEADLINE):
+                response = await client.get("/_local/admin/state")
+        assert response.status_code == 404
+    finally:
+        assert await stop_process(process) == 0
+    info, process = await _platform_json("--admin")
+    try:
+        key = info["admin_key"]
+        assert key not in {info["user"]["api_key"], *(a["api_key"] for a in info["agents"])}
+        async with httpx.AsyncClient(base_url=info["rest_url"]) as client:
+            with trio.fail_after(STARTUP_DEADLINE):
+                assert (await client.get("/_local/admin/state")).status_code == 401
+                user_key = {"x-admin-key": info["user"]["api_key"]}
+                assert (
+                    await client.get("/_local/admin/state", headers=user_key)
+                ).status_code == 401
+                admin = {"x-admin-key": key}
+                assert (await client.get("/_local/admin/state", headers=admin)).status_code == 200
+    finally:
+        assert await stop_process(process) == 0
+
+
+def test_loopback_addresses() -> None:
+    from band_trio.local.server import is_loopback
+
+    for host in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"):
+        assert is_loopback(host), host
+    for host in ("0.0.0.0", "::", "192.168.1.10", "::ffff:10.0.0.1", "example.com", ""):
+        assert not is_loopback(host), host
+
+
+def _banner_info(*, exposed: bool) -> dict[str, object]:
+    info: dict[str, object] = {
+        "rest_url": "http://h:1",
+        "ws_url": "ws://h:1/api/v1/socket/websocket",
+        "user": {"id": "u1", "api_key": "band_user_SECRET", "handle": "demo"},
+        "agents": [{"id": "a1", "api_key": "band_agent_SECRET", "name": "A", "handle": "demo/a"}],
+        "admin_key": "band_admin_SECRET",
+    }
+    if exposed:
+        info["exposed"] = "0.0.0.0"
+    return info
+
+
+def test_a_non_loopback_bind_warns_and_hides_keys_from_the_banner(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from band_trio.cli import _print_info
+
+    _print_info(_banner_info(exposed=True), False)
+    out, err = capsys.readouterr()
+    assert "SECRET" not in out
+    assert "hidden: not bound to loopback" in out
+    assert "BAND_AGENT_ID=a1" in out
+    assert "WARNING" in err
+    assert "0.0.0.0" in err
+    # --json is an explicit request for the keys: they are given, after the warning
+    _print_info(_banner_info(exposed=True), True)
+    out, err = capsys.readouterr()
+    assert json.loads(out)["user"]["api_key"] == "band_user_SECRET"
+    assert "WARNING" in err
+    # on loopback: keys in the banner, no warning
+    _print_info(_banner_info(exposed=False), False)
+    out, err = capsys.readouterr()
+    assert "band_agent_SECRET" in out
+    assert "band_admin_SECRET" in out
+    assert err == ""
+
+
+async def test_serving_beyond_loopback_logs_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import band_trio.local.server as server
+
+    # Tests bind loopback only: play an exposed interface by answering for it.
+    monkeypatch.setattr(server, "is_loopback", lambda host: False)
+    with caplog.at_level(logging.WARNING, logger="band_trio.local"):
+        async with server.open_local_platform():
+            pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("not loopback" in message for message in warnings), warnings
+
+
+async def test_serving_on_loopback_logs_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="band_trio.local"):
+        async with open_local_platform():
+            pass
+    assert not [r for r in caplog.records if "not loopback" in r.getMessage()]

@@ -185,7 +185,7 @@ async def test_ensure_agent_keeps_the_id_and_key_of_a_name(tmp_path: Path) -> No
 
 async def test_deleted_records_stay_deleted(tmp_path: Path) -> None:
     with trio.fail_after(RESTART_DEADLINE):
-        async with open_local_platform(state_dir=tmp_path) as first:
+        async with open_local_platform(state_dir=tmp_path, admin=True) as first:
             demo = first.agents[0]
             doomed = first.register_agent("Doomed", "goes away")
             async with _human(first) as human, agent_http(first, demo) as agent:

@@ -1,0 +1,383 @@
+"""What an attacker sends the local platform, and that it still answers afterwards.
+
+Each test sends one kind of hostile input (an HTTP/2 body before any key,
+bodies without a key, stalled uploads, numbers JSON cannot carry, digits of
+other scripts or by the thousand, non-ASCII keys, forged log lines, oversized
+WebSocket messages, too many connections) and then checks, with an ordinary
+request, that the platform is still serving. Nothing may answer 500.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+
+import h2.config
+import h2.connection
+import httpx
+import pytest
+import trio
+from hyperframe.frame import DataFrame
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
+
+from band_trio.local import AgentCredentials, LocalPlatform, open_local_platform
+from band_trio.local.asgi import BODY_IDLE_TIMEOUT, json_bytes, route
+from band_trio.local.connections import H2_PREFACE
+from band_trio.local.refusal import fail
+from band_trio.local.server import WEBSOCKET_MAX_MESSAGE
+from tests.local.helpers import IO_DEADLINE, assert_error
+
+BIG_BODY = 100_000
+
+
+def _port(platform: LocalPlatform) -> int:
+    return int(platform.rest_url.rsplit(":", 1)[1])
+
+
+async def _still_answers(platform: LocalPlatform) -> None:
+    agent = platform.agents[0]
+    async with httpx.AsyncClient(base_url=platform.rest_url) as client:
+        with trio.fail_after(IO_DEADLINE):
+            response = await client.get("/api/v1/agent/me", headers={"x-api-key": agent.api_key})
+    assert response.status_code == 200
+    assert response.json()["data"]["id"] == agent.id
+
+
+async def _receive_until_closed(stream: trio.SocketStream, deadline: float = IO_DEADLINE) -> bytes:
+    data = b""
+    with trio.fail_after(deadline):
+        while True:
+            try:
+                chunk = await stream.receive_some(65536)
+            except trio.BrokenResourceError:
+                return data
+            if not chunk:
+                return data
+            data += chunk
+
+
+async def _response_head(stream: trio.SocketStream, deadline: float = IO_DEADLINE) -> bytes:
+    data = b""
+    with trio.fail_after(deadline):
+        while b"\r\n\r\n" not in data:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                break
+            data += chunk
+    return data
+
+
+# ---------------------------------------------------------------- HTTP/2
+
+
+async def test_http2_prior_knowledge_with_a_body_is_refused(band_platform: LocalPlatform) -> None:
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    conn.send_headers(
+        1,
+        [
+            (":method", "POST"),
+            (":path", "/api/v1/agent/me"),
+            (":scheme", "http"),
+            (":authority", "localhost"),
+            ("content-length", str(BIG_BODY)),
+        ],
+    )
+    frames = conn.data_to_send()
+    # DATA frames past the flow-control window, as an attacker sends them
+    for start in range(0, BIG_BODY, 16_000):
+        frame = DataFrame(1)
+        frame.data = b"x" * min(16_000, BIG_BODY - start)
+        frames += frame.serialize()
+    assert frames.startswith(H2_PREFACE)
+    with trio.fail_after(IO_DEADLINE):
+        with contextlib.suppress(trio.BrokenResourceError):  # refused before everything was sent
+            await stream.send_all(frames)
+    answer = await _receive_until_closed(stream)
+    await stream.aclose()
+    # a GOAWAY frame (type 7) with HTTP_1_1_REQUIRED (0xd)
+    assert answer[3] == 0x07
+    assert answer[-4:] == b"\x00\x00\x00\x0d"
+    assert band_platform.connection_statistics().refused_http2 == 1
+    await _still_answers(band_platform)
+
+
+async def test_http2_after_an_h2c_upgrade_costs_one_connection(
+    band_platform: LocalPlatform,
+) -> None:
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    upgrade = (
+        b"GET /api/v1/agent/me HTTP/1.1\r\nhost: localhost\r\n"
+        b"connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
+        b"http2-settings: AAMAAABkAAQAAP__\r\n\r\n"
+    )
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    frames = conn.data_to_send()
+    for stream_id in (1, 3):
+        for start in range(0, BIG_BODY, 16_000):
+            frame = DataFrame(stream_id)
+            frame.data = b"x" * min(16_000, BIG_BODY - start)
+            frames += frame.serialize()
+    with trio.fail_after(IO_DEADLINE):
+        try:
+            await stream.send_all(upgrade)
+            await stream.send_all(frames)
+        except trio.BrokenResourceError:
+            pass
+    await _receive_until_closed(stream)
+    await stream.aclose()
+    await _still_answers(band_platform)
+
+
+# ---------------------------------------------------------------- bodies
+
+
+async def test_the_key_is_checked_before_the_body_is_read(band_platform: LocalPlatform) -> None:
+    """A keyless 24 MB upload is answered 401 from its headers alone."""
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    room = "00000000-0000-0000-0000-000000000000"
+    head = (
+        f"PUT /api/v1/agent/chats/{room}/files HTTP/1.1\r\nhost: localhost\r\n"
+        f"x-file-name: big.bin\r\ncontent-length: {24 * 1024 * 1024}\r\n\r\n"
+    ).encode()
+    with trio.fail_after(IO_DEADLINE):
+        await stream.send_all(head + b"x" * 1000)
+        answer = await _response_head(stream)
+    # ... and the connection is closed: the rest of the body is never read
+    answer += await _receive_until_closed(stream)
+    await stream.aclose()
+    assert answer.startswith(b"HTTP/1.1 401")
+    assert b"unauthorized" in answer
+    await _still_answers(band_platform)
+
+
+async def test_a_stalled_body_answers_408(
+    band_platform: LocalPlatform, room: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    agent = band_platform.agents[0]
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    head = (
+        f"POST /api/v1/agent/chats/{room}/events HTTP/1.1\r\nhost: localhost\r\n"
+        f"x-api-key: {agent.api_key}\r\ncontent-type: application/json\r\n"
+        f"content-length: 1000000\r\n\r\n"
+    ).encode()
+    await stream.send_all(head + b'{"event": ')
+    started = trio.current_time()
+    answer = await _response_head(stream, BODY_IDLE_TIMEOUT + IO_DEADLINE)
+    await stream.aclose()
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert trio.current_time() - started >= BODY_IDLE_TIMEOUT
+    await _still_answers(band_platform)
+
+
+async def test_stalled_headers_are_dropped(
+    band_platform: LocalPlatform, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Half a request line and nothing more: the connection is closed after the
+    keep-alive timeout, it does not stay open for as long as the client likes."""
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    await stream.send_all(b"GET /api/v1/agent/me HTTP/1.1\r\nhost: local")
+    started = trio.current_time()
+    answer = await _receive_until_closed(stream, 120)
+    await stream.aclose()
+    assert b"200" not in answer
+    assert trio.current_time() - started <= 60
+    await _still_answers(band_platform)
+
+
+# ---------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "1E400", "NaN", "Infinity", "-Infinity"])
+async def test_numbers_json_cannot_carry_are_refused_and_never_stored(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient, room: str, number: str
+) -> None:
+    bodies = {
+        f"/chats/{room}/events": '{"event":{"content":"x","message_type":"thought",'
+        f'"metadata":{{"n":{number}}}}}}}',
+        "/memories": '{"memory":{"content":"x","system":"long_term","type":"semantic",'
+        f'"segment":"user","metadata":{{"n":{number}}}}}}}',
+        f"/chats/{room}/tasks": f'{{"subject":"t","n":{number}}}',
+    }
+    before = json.dumps(band_platform.state.snapshot(), default=str)
+    with trio.fail_after(IO_DEADLINE):
+        for path, body in bodies.items():
+            response = await agent.post(
+                path, content=body, headers={"content-type": "application/json"}
+            )
+            assert_error(response, 400, "invalid_json")
+    assert json.dumps(band_platform.state.snapshot(), default=str) == before
+    await _still_answers(band_platform)
+
+
+def test_nothing_answers_a_number_json_cannot_carry() -> None:
+    for value in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(ValueError, match="JSON"):
+            json_bytes({"n": value})
+
+
+HOSTILE_DIGITS = ["\u0661\u0662", "\u00b2", "9" * 5000, "9" * 40, "-" + "9" * 5000, "1\u200b"]
+
+
+@pytest.mark.parametrize("digits", HOSTILE_DIGITS)
+async def test_hostile_digits_never_answer_500(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient, room: str, digits: str
+) -> None:
+    upload = await agent.put(
+        f"/chats/{room}/files", content=b"0123456789", headers={"x-file-name": "d.txt"}
+    )
+    file_id = upload.json()["data"]["id"]
+    requests = [
+        ("GET", f"/chats/{room}/tasks/{digits}", {}),
+        ("GET", f"/chats/{room}/tasks/{digits}/history", {}),
+        ("POST", f"/chats/{room}/tasks/{digits}", {}),
+        ("GET", f"/chats/{room}/messages", {"cursor": f"cur_{digits}"}),
+        ("GET", f"/chats/{room}/messages", {"limit": digits}),
+        ("GET", f"/chats/{room}/messages", {"page": digits}),
+        ("GET", f"/chats/{room}/context", {"cursor": f"cur_{digits}"}),
+        ("GET", f"/chats/{room}/context", {"limit": digits}),
+        ("GET", f"/chats/{room}/tasks", {"limit": digits}),
+        ("GET", "/memories", {"limit": digits, "cursor": f"cur_{digits}"}),
+        ("GET", "/peers", {"page": digits, "page_size": digits}),
+        ("GET", "/chats", {"page": digits}),
+        ("GET", "/contacts", {"page": digits}),
+    ]
+    with trio.fail_after(IO_DEADLINE):
+        for method, path, params in requests:
+            response = await agent.request(method, path, params=params)
+            assert response.status_code < 500, (path, params, response.text)
+            if response.status_code >= 400:
+                assert_error(response, response.status_code)
+        for header in (f"bytes={digits}-", f"bytes=-{digits}", f"bytes=0-{digits}"):
+            response = await agent.get(
+                f"/chats/{room}/files/{file_id}", headers=[(b"range", header.encode())]
+            )
+            assert response.status_code in (200, 206, 416), (header, response.text)
+            if response.status_code == 200:
+                assert response.content == b"0123456789"
+    await _still_answers(band_platform)
+
+
+async def test_non_ascii_keys_are_wrong_keys(band_platform: LocalPlatform) -> None:
+    async with httpx.AsyncClient(base_url=band_platform.rest_url) as client:
+        with trio.fail_after(IO_DEADLINE):
+            for name, path in (
+                (b"x-api-key", "/api/v1/agent/me"),
+                (b"x-api-key", "/api/v1/me/profile"),
+                (b"x-admin-key", "/_local/admin/state"),
+            ):
+                for value in ("é€".encode(), b"\xff\xfe", "band_ä".encode()):
+                    response = await client.get(path, headers=[(name, value)])
+                    assert response.status_code in (401, 404), response.text
+                    assert_error(response, response.status_code)
+    await _still_answers(band_platform)
+
+
+async def test_a_newline_in_the_path_does_not_forge_a_log_line(
+    band_platform: LocalPlatform, caplog: pytest.LogCaptureFixture
+) -> None:
+    def boom(ctx: object) -> object:
+        raise RuntimeError("handler bug")
+
+    app = band_platform.app
+    app.routes = type(app.routes)([route("GET", "/boom/{x}", "agent", boom)])  # type: ignore[arg-type]
+    key = band_platform.agents[0].api_key
+    with caplog.at_level(logging.ERROR, logger="band_trio.local"):
+        async with httpx.AsyncClient(base_url=band_platform.rest_url) as client:
+            with trio.fail_after(IO_DEADLINE):
+                response = await client.get(
+                    "/boom/x%0A2026-01-01 ERROR forged", headers={"x-api-key": key}
+                )
+    assert_error(response, 500)
+    records = [r for r in caplog.records if "unhandled error" in r.getMessage()]
+    assert records
+    for record in records:
+        assert "\n" not in record.getMessage()
+        assert "\\n" in record.getMessage()
+
+
+# ---------------------------------------------------------------- WebSocket
+
+
+async def test_an_oversized_websocket_message_closes_that_socket_only(
+    band_platform: LocalPlatform, demo: AgentCredentials
+) -> None:
+    # wsproto over a raw stream: the close code is read from the frame itself
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    ws = WSConnection(ConnectionType.CLIENT)
+    target = f"/api/v1/socket/websocket?api_key={demo.api_key}&agent_id={demo.id}&vsn=2.0.0"
+    code = None
+    with trio.fail_after(IO_DEADLINE):
+        await stream.send_all(ws.send(Request(host="localhost", target=target)))
+        accepted = False
+        while not accepted:
+            ws.receive_data(await stream.receive_some(65536))
+            accepted = any(isinstance(e, AcceptConnection) for e in ws.events())
+        with contextlib.suppress(
+            trio.BrokenResourceError
+        ):  # closed before the whole message was sent
+            await stream.send_all(ws.send(TextMessage(data="x" * (WEBSOCKET_MAX_MESSAGE + 1))))
+        while code is None:
+            data = await stream.receive_some(65536)
+            ws.receive_data(data or None)
+            for event in ws.events():
+                if isinstance(event, CloseConnection):
+                    code = event.code
+            if not data:
+                break
+    await stream.aclose()
+    assert code == 1009
+    await _still_answers(band_platform)
+
+
+# ---------------------------------------------------------------- connections
+
+
+@pytest.fixture
+async def small_platform() -> AsyncIterator[LocalPlatform]:
+    async with open_local_platform(max_connections_per_client=3) as platform:
+        yield platform
+
+
+async def test_connections_per_client_are_bounded(small_platform: LocalPlatform) -> None:
+    port = _port(small_platform)
+    held = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(3)]
+    try:
+        with trio.fail_after(IO_DEADLINE):
+            await small_platform.wait_for(lambda: small_platform.connection_statistics().open == 3)
+            extra = await trio.open_tcp_stream("127.0.0.1", port)
+            answer = await _receive_until_closed(extra)
+            await extra.aclose()
+        assert answer.startswith(b"HTTP/1.1 429")
+        assert b"too_many_connections" in answer
+        assert small_platform.connection_statistics().refused_busy == 1
+    finally:
+        for stream in held:
+            await stream.aclose()
+    with trio.fail_after(IO_DEADLINE):
+        await small_platform.wait_for(lambda: not small_platform.connection_statistics().open)
+    await _still_answers(small_platform)
+
+
+async def test_a_refusal_of_the_platform_is_json_without_a_500(
+    band_platform: LocalPlatform,
+) -> None:
+    # a body nested too deeply: a typed 4xx, never 500
+    agent = band_platform.agents[0]
+    deep = "[" * 10_000 + "]" * 10_000
+    async with httpx.AsyncClient(
+        base_url=band_platform.rest_url, headers={"x-api-key": agent.api_key}
+    ) as client:
+        with trio.fail_after(IO_DEADLINE):
+            response = await client.post(
+                "/api/v1/agent/memories", content=deep, headers={"content-type": "application/json"}
+            )
+            assert response.status_code in (400, 422)
+            assert_error(response, response.status_code)
+    assert fail(408, "x").code == "request_timeout"
+    await _still_answers(band_platform)
