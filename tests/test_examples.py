@@ -25,9 +25,10 @@ from band_trio.local import LocalPlatform
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def load(name: str) -> ModuleType:
-    """Import ``examples/<name>.py`` as a module (the directory is no package)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+def load(file_name: str) -> ModuleType:
+    """Import a script of examples/ as a module (the directory is no package)."""
+    path = EXAMPLES / file_name
+    spec = importlib.util.spec_from_file_location(f"example_{path.stem}", path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -41,7 +42,7 @@ def subdirectories(path: Path) -> list[Path]:
 
 async def test_the_claude_example_stores_a_memory_and_answers() -> None:
     with trio.fail_after(60):
-        lines = await load("claude_agent").main()
+        lines = await load("claude_agent.py").main()
     question, answer, memory = lines
     assert question.startswith("Demo User: ")
     assert question.endswith("please keep it short")
@@ -52,7 +53,7 @@ async def test_the_claude_example_stores_a_memory_and_answers() -> None:
 
 async def test_the_embedding_example_drains_then_cancels_at_once(tmp_path: Path) -> None:
     with trio.fail_after(60):
-        lines = await load("embedding").main(tmp_path)
+        lines = await load("embedding.py").main(tmp_path)
     assert lines == [
         "Echo: You said: @demo/echo @demo/shout hello agents",
         "Shout: @DEMO/ECHO @DEMO/SHOUT HELLO AGENTS",
