@@ -9,7 +9,7 @@ import band_trio
 
 project = "band-trio"
 author = "The band-trio authors"
-copyright = "2026, The band-trio authors"  # noqa: A001 - the name Sphinx reads
+copyright = "2026, The band-trio authors"
 release = band_trio.__version__
 version = release
 
