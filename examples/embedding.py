@@ -73,7 +73,7 @@ class Stuck(Echo):
         await trio.sleep_forever()
 
 
-def make_agent(
+def agent_for(
     platform: LocalPlatform,
     creds: band_trio.local.AgentCredentials,
     adapter: band_trio.FrameworkAdapter,
@@ -111,8 +111,8 @@ async def main(state_root: Path) -> list[str]:
 
             # Part 1: two agents next to the application's own tasks.
             agents = [
-                make_agent(platform, echo, Echo(), state_root),
-                make_agent(platform, shout, Shout(), state_root),
+                agent_for(platform, echo, Echo(), state_root),
+                agent_for(platform, shout, Shout(), state_root),
             ]
             async with trio.open_nursery() as nursery:
                 for agent in agents:
@@ -143,7 +143,7 @@ async def main(state_root: Path) -> list[str]:
             # Part 2: cancellation means now. The stuck turn is cancelled at
             # once and its message left "processing" for the next start.
             stuck_adapter = Stuck()
-            agent = make_agent(platform, stuck, stuck_adapter, state_root)
+            agent = agent_for(platform, stuck, stuck_adapter, state_root)
             async with trio.open_nursery() as nursery:
                 await nursery.start(agent.serve)
                 sent = await human.post_message(room["id"], "take your time", [stuck.handle])

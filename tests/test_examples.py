@@ -20,6 +20,7 @@ import pytest
 import trio
 
 from band_trio import HumanClient
+from band_trio.devloop.targets import TargetKind, resolve_target
 from band_trio.local import LocalPlatform
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -38,6 +39,14 @@ def load(file_name: str) -> ModuleType:
 
 def subdirectories(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir())
+
+
+def test_band_trio_dev_finds_the_echo_adapter() -> None:
+    # The quick start runs `band-trio dev echo_agent.py`: dev picks the
+    # adapter class out of the script.
+    resolved = resolve_target(load("echo_agent.py"))
+    assert resolved.name == "Echo"
+    assert resolved.kind is TargetKind.ADAPTER_CLASS
 
 
 async def test_the_claude_example_stores_a_memory_and_answers() -> None:
