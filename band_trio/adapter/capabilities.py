@@ -38,7 +38,7 @@ class ToolEffect(enum.Enum):
     """
 
     OBSERVE = "observe"
-    """Read something (participants, tasks, memories): not an answer."""
+    """Read something (participants, tasks, memories), not an answer."""
     ACT = "act"
     """Durable work that counts as handling the message (add a participant, ...)."""
     REPLY = "reply"

@@ -140,7 +140,7 @@ class SimpleAdapter(Generic[H]):
             HistoryConversionError: the history converter raised (the original
                 error is the ``__cause__``); the runtime keeps the turn's
                 context owed so the next attempt gets it again.
-            Whatever :meth:`on_message` raises.
+            Exception: whatever :meth:`on_message` raises, unchanged.
         """
         history: H
         if self.history_converter is not None:
