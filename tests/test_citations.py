@@ -29,6 +29,7 @@ CITATION_SCANNED_ROOTS = (
     "adapters",
     "benchmarks",
     "docs",
+    "examples",
     "tests",
     "README.rst",
     "CHANGELOG.rst",
