@@ -38,7 +38,9 @@ is marked failed after ``AgentConfig.max_attempts`` and stepped past.
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
+from collections.abc import Sequence
 from typing import Final
 
 import trio
@@ -79,7 +81,7 @@ from band_trio.runtime.settlement import Abort, ErrorNotice, TurnEnd
 from band_trio.runtime.settler import Settler
 from band_trio.runtime.turn_ledger import TurnVerdict
 from band_trio.wire.events import MessageCreated, ParticipantAdded, ParticipantRemoved
-from band_trio.wire.models import ChatMessage
+from band_trio.wire.models import ChatMessage, ChatParticipant
 
 __all__ = [
     "ERROR_EVENT_TEXT",
@@ -110,6 +112,14 @@ _ERROR_TEXTS: Final = {
     ErrorNotice.TURN_FAILED: ERROR_EVENT_TEXT,
     ErrorNotice.MISSING_REPLY: MISSING_REPLY_TEXT,
 }
+
+
+class _Place:
+    """Where a room stands in the pacer's bulk-drain queue."""
+
+    NONE: Final = 0
+    WAITING: Final = 1
+    HELD: Final = 2
 
 
 class _Kick:
@@ -145,7 +155,18 @@ class Room:
         self._inbox_send, self._inbox_recv = trio.open_memory_channel[InboxItem](self._capacity)
         self._roster = Roster()
         self._roster_stale = True
-        self._resync_requested = True  # the startup drain
+        self._offered_roster: Sequence[ChatParticipant] | None = None
+        self._pacer = services.pacer
+        # With a pacer the start-up drain is a bulk drain (bounded, ordered);
+        # without one the room drains at once, on its own.
+        self._resync_requested = self._pacer is None
+        self._owed_epoch = 0 if self._pacer is not None else -1
+        self._drained_epoch = -1
+        self._next_epoch = -1
+        self._drain_place = _Place.NONE
+        self._idle_waiting = False
+        self._last_active = -math.inf
+        self._last_reconcile = -math.inf
         self._kick_pending = False
         self._deferred = False
         self._stopped = False
@@ -186,6 +207,8 @@ class Room:
             False when the inbox was full: the event was not queued, the room
             is marked for resync (and roster refresh) and the overflow counted.
         """
+        if isinstance(item, MessageCreated):
+            self._last_active = trio.current_time()
         try:
             self._inbox_send.send_nowait(item)
         except trio.WouldBlock:
@@ -208,6 +231,54 @@ class Room:
         self._resync_requested = True
         if refresh_roster:
             self._roster_stale = True
+        self._kick()
+
+    def request_bulk_resync(self, *, refresh_roster: bool = True) -> None:
+        """Owe one ``/next`` drain that starts after now (start-up, reconnect).
+
+        With a pacer the drain waits for a place among the agent's bulk drains
+        (the most recently active rooms first); requests made before that
+        drain starts, or while a drain that will still call ``/next`` after
+        now runs, are merged into it. Without a pacer this is
+        :meth:`request_resync`. The roster is refreshed from the next room
+        listing offered (:meth:`offer_roster`), or else read before the next turn.
+        """
+        if refresh_roster:
+            self._roster_stale = True
+        if self._pacer is None:
+            self.request_resync(refresh_roster=refresh_roster)
+            return
+        self._owed_epoch = self._pacer.epoch
+        self._kick()
+
+    def offer_roster(self, participants: Sequence[ChatParticipant] | None, complete: bool) -> None:
+        """The roster as the room listing gave it (``include=participants``).
+
+        A complete roster is applied by the worker before its next step and
+        spares the separate ``GET /participants``; an omitted or truncated
+        one leaves the roster to be read before the next turn.
+        """
+        if participants is not None and complete:
+            self._offered_roster = tuple(participants)
+        else:
+            self._offered_roster = None
+            self._roster_stale = True
+
+    @property
+    def last_active(self) -> float:
+        """When a message last arrived or a turn last started (``-inf``: never)."""
+        return self._last_active
+
+    def grant_drain(self) -> None:
+        """The pacer gives this room a place for its bulk drain (never blocks)."""
+        self._drain_place = _Place.HELD
+        self._resync_requested = True
+        self._kick()
+
+    def grant_idle(self) -> None:
+        """The pacer gives this room its idle reconcile (never blocks)."""
+        self._idle_waiting = False
+        self._resync_requested = True
         self._kick()
 
     def interrupt(self) -> bool:
@@ -336,6 +407,10 @@ class Room:
                     await trio.sleep(self._config.retry_delay)
         finally:
             self._inbox_send.close()
+            if self._pacer is not None:
+                self._pacer.forget(self.room_id)
+                self._drain_place = _Place.NONE
+                self._idle_waiting = False
 
     async def _work(self) -> None:
         assert self._schedule is not None
@@ -347,17 +422,48 @@ class Room:
             if self._synthetic and not self._stopped:
                 await self._run_synthetic(self._synthetic[0])
                 continue
+            if self._offered_roster is not None:
+                self._apply_offered_roster()
             if self._resync_requested:
                 self._resync_requested = False
                 await self._reconcile()
                 continue
+            pacer = self._pacer
+            if (
+                pacer is not None
+                and self._owed_epoch > self._drained_epoch
+                and self._drain_place == _Place.NONE
+            ):
+                self._drain_place = _Place.WAITING
+                pacer.request_drain(self, self._last_active)
+                continue
             item: InboxItem | None = None
-            with trio.move_on_at(self._schedule.due):
+            # While waiting for the idle budget only a retry wakes the room.
+            due = self._schedule.retry_due if self._idle_waiting else self._schedule.due
+            with trio.move_on_at(due):
                 item = await self._inbox_recv.receive()
             if item is None:
-                self._resync_requested = True  # the periodic reconcile is due
+                now = trio.current_time()
+                if pacer is not None and not self._schedule.retry_is_due(now):
+                    # The periodic reconcile is due: ask the agent-wide budget.
+                    self._idle_waiting = True
+                    pacer.want_idle(self, self._last_reconcile)
+                else:
+                    self._resync_requested = True  # the periodic reconcile is due
                 continue
             await self._on_item(item)
+
+    def _apply_offered_roster(self) -> None:
+        offered, self._offered_roster = self._offered_roster, None
+        if offered is None:
+            return
+        try:
+            self._roster.replace_snapshot(offered)
+        except BandError as exc:
+            logger.warning("room %s: ignoring the listed roster: %s", self.room_id, exc)
+            self._roster_stale = True
+            return
+        self._roster_stale = False
 
     async def _on_item(self, item: InboxItem) -> None:
         try:
@@ -434,6 +540,16 @@ class Room:
         assert self._schedule is not None
         self._counts.resyncs += 1
         result = ReconcileOutcome.RETRY
+        pacer = self._pacer
+        if pacer is not None:
+            # Whatever asked for this pass, it also serves as the idle
+            # reconcile and the owed bulk drain: those requests are merged.
+            if self._idle_waiting:
+                self._idle_waiting = False
+                pacer.withdraw_idle(self.room_id)
+            if self._drain_place == _Place.WAITING:
+                self._drain_place = _Place.HELD
+        self._next_epoch = self._current_epoch()
         try:
             if self._stopped:
                 probe = await self._rest.next_message(self.room_id)
@@ -444,8 +560,9 @@ class Room:
                 logger.info("room %s: /next has work while stopped; resuming", self.room_id)
                 self._stopped = False
                 self._schedule.set_stopped(False, trio.current_time())
-            if self._roster_stale:
-                await self._refresh_roster()
+            # The roster is not read here: it comes with the room listing, or
+            # is read right before the next turn (a drain that finds nothing
+            # needs none).
             for message_id in self._ledger.pending_acks(self.room_id):
                 if not await self._settler.ack(message_id):
                     result = ReconcileOutcome.RETRY
@@ -456,8 +573,23 @@ class Room:
         except Exception:
             logger.exception("room %s: unexpected error while reconciling", self.room_id)
         finally:
+            # A pass whose last /next was sent after the latest reconnect
+            # settles what that reconnect owed (a failed pass is retried on
+            # the room's own backoff, not through the bulk queue).
+            self._drained_epoch = max(self._drained_epoch, self._next_epoch)
+            self._end_drain_place()
+            now = trio.current_time()
+            self._last_reconcile = now
             self._deferred = deferred_after(result, self._deferred)
-            self._schedule.after(result, trio.current_time())
+            self._schedule.after(result, now)
+
+    def _current_epoch(self) -> int:
+        return self._pacer.epoch if self._pacer is not None else 0
+
+    def _end_drain_place(self) -> None:
+        if self._drain_place != _Place.NONE and self._pacer is not None:
+            self._pacer.end_drain(self.room_id)
+        self._drain_place = _Place.NONE
 
     def _runnable(self, msg: ChatMessage) -> bool:
         if admission.is_own_message(msg.sender_type, msg.sender_id, self._svc.agent_id):
@@ -469,9 +601,13 @@ class Room:
         while not self._fenced:
             if self._stopped:
                 return ReconcileOutcome.STOPPED
+            self._next_epoch = self._current_epoch()
             msg = await self._rest.next_message(self.room_id)
             if msg is None:
                 return drain.finished()
+            # Work found: the place among the bulk drains goes to another room
+            # (turns can be long; the bound is on idle probing, not on turns).
+            self._end_drain_place()
             if drain.is_repeat(msg.id):
                 outcome = MessageOutcome.SKIPPED
             else:
@@ -578,6 +714,8 @@ class Room:
         try:
             # Hydrate before the claim (the official order: participants,
             # context, then the processing mark).
+            if self._offered_roster is not None:
+                self._apply_offered_roster()
             if self._roster_stale:
                 await self._refresh_roster()
             history = HistoryProvider()
@@ -617,7 +755,8 @@ class Room:
                 attempt.max_attempts,
             )
             assert self._schedule is not None
-            self._schedule.note_work(trio.current_time())
+            self._last_active = trio.current_time()
+            self._schedule.note_work(self._last_active)
             try:
                 end, error = await self._execute(turn, ev, history)
             finally:

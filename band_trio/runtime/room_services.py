@@ -17,6 +17,7 @@ from band_trio.adapter.protocols import FrameworkAdapter, Preprocessor
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import ClaimsLedger
+from band_trio.runtime.pacer import RoomPacer
 from band_trio.runtime.room_rest import RuntimeRest
 from band_trio.runtime.running_turn import RunningTurn
 from band_trio.wire.models import ChatParticipant
@@ -61,6 +62,8 @@ class RoomServices:
             participant in the room's roster.
         on_participant_removed: awaited with ``(room_id, ParticipantRemoved)``
             after the roster dropped the participant.
+        pacer: the agent-wide pace of bulk drains and idle reconciles (the
+            engine sets one); None lets each room drain on its own timer.
     """
 
     agent_id: str
@@ -74,6 +77,7 @@ class RoomServices:
     hub_room_id: Callable[[], str | None] = lambda: None
     on_participant_added: ParticipantCallback | None = None
     on_participant_removed: ParticipantCallback | None = None
+    pacer: RoomPacer | None = None
 
 
 @attrs.frozen
