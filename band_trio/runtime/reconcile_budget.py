@@ -25,6 +25,10 @@ from band_trio.errors import BandConfigError
 
 __all__ = ["ReconcileBudget"]
 
+_EPSILON = 1e-9
+"""Rounding slack: a token refilled by :meth:`ReconcileBudget.next_grant_at`'s
+time counts as whole."""
+
 
 class ReconcileBudget:
     """Which room may run its idle reconcile next, and when.
@@ -90,7 +94,7 @@ class ReconcileBudget:
         if not self._wanted:
             return math.inf
         tokens = self._refilled(now)
-        if tokens >= 1.0:
+        if tokens >= 1.0 - _EPSILON:
             return now
         return now + (1.0 - tokens) / self.rate
 
@@ -102,14 +106,14 @@ class ReconcileBudget:
         """
         self._tokens = self._refilled(now)
         self._last = max(self._last, now)
-        if self._tokens < 1.0:
+        if self._tokens < 1.0 - _EPSILON:
             return None
         while self._heap:
             _, seq, room_id = heapq.heappop(self._heap)
             if self._wanted.get(room_id) != seq:
                 continue  # withdrawn (or asked again later)
             del self._wanted[room_id]
-            self._tokens -= 1.0
+            self._tokens = max(0.0, self._tokens - 1.0)
             self.granted += 1
             return room_id
         return None
