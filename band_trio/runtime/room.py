@@ -164,6 +164,7 @@ class Room:
         self._drained_epoch = -1
         self._next_epoch = -1
         self._drain_place = _Place.NONE
+        self._reconciling = False
         self._idle_waiting = False
         self._last_active = -math.inf
         self._last_reconcile = -math.inf
@@ -249,7 +250,16 @@ class Room:
             self.request_resync(refresh_roster=refresh_roster)
             return
         self._owed_epoch = self._pacer.epoch
+        if not self._reconciling and self._drain_place == _Place.NONE:
+            # Queued now, so rooms asked in order of activity are served in
+            # that order (not in the order their workers happen to wake).
+            self._ask_drain()
         self._kick()
+
+    def _ask_drain(self) -> None:
+        assert self._pacer is not None
+        self._drain_place = _Place.WAITING
+        self._pacer.request_drain(self, self._last_active)
 
     def offer_roster(self, participants: Sequence[ChatParticipant] | None, complete: bool) -> None:
         """The roster as the room listing gave it (``include=participants``).
@@ -434,8 +444,7 @@ class Room:
                 and self._owed_epoch > self._drained_epoch
                 and self._drain_place == _Place.NONE
             ):
-                self._drain_place = _Place.WAITING
-                pacer.request_drain(self, self._last_active)
+                self._ask_drain()
                 continue
             item: InboxItem | None = None
             # While waiting for the idle budget only a retry wakes the room.
@@ -548,8 +557,11 @@ class Room:
                 self._idle_waiting = False
                 pacer.withdraw_idle(self.room_id)
             if self._drain_place == _Place.WAITING:
-                self._drain_place = _Place.HELD
+                # Runs now without waiting for a place: give the place up.
+                self._drain_place = _Place.NONE
+                pacer.end_drain(self.room_id)
         self._next_epoch = self._current_epoch()
+        self._reconciling = True
         try:
             if self._stopped:
                 probe = await self._rest.next_message(self.room_id)
@@ -577,6 +589,7 @@ class Room:
             # settles what that reconnect owed (a failed pass is retried on
             # the room's own backoff, not through the bulk queue).
             self._drained_epoch = max(self._drained_epoch, self._next_epoch)
+            self._reconciling = False
             self._end_drain_place()
             now = trio.current_time()
             self._last_reconcile = now
