@@ -194,9 +194,11 @@ async def run_rooms(
         with trio.fail_after(args.deadline):
             await _wait(
                 proc,
-                lambda: room_set <= probe.next_rooms_since
-                and probe.listings - listings_before >= 1
-                and topics <= platform.hub.joined_topics(agent.id),
+                lambda: (
+                    room_set <= probe.next_rooms_since
+                    and probe.listings - listings_before >= 1
+                    and topics <= platform.hub.joined_topics(agent.id)
+                ),
                 "recovering from the drop",
                 0.02,
             )
@@ -244,7 +246,9 @@ async def paced_load(
     routes_before = counters.routes.copy()
     total = int(args.rate * args.seconds)
     # A stride co-prime with the room count visits every room before any twice.
-    stride = next(s for s in range(max(len(rooms) // 3, 1), len(rooms) + 1) if math.gcd(s, len(rooms)) == 1)
+    stride = next(
+        s for s in range(max(len(rooms) // 3, 1), len(rooms) + 1) if math.gcd(s, len(rooms)) == 1
+    )
     salt = os.urandom(4).hex()
     posted: list[ba.Posted] = []
     start = trio.current_time()
@@ -363,11 +367,18 @@ def print_table(results: Sequence[RoomsResult]) -> None:
     for rooms_n in sorted({r.rooms for r in results}):
         group = [r for r in results if r.rooms == rooms_n]
         names = [r.contender for r in group]
-        print(f"\n{rooms_n} rooms | " + " | ".join(names) + (" | trio / sdk" if len(group) == 2 else ""))
+        print(
+            f"\n{rooms_n} rooms | "
+            + " | ".join(names)
+            + (" | trio / sdk" if len(group) == 2 else "")
+        )
         for label, attr, spec in rows:
             values = [getattr(r, attr) for r in group]
             shown = [
-                _fmt(v / 1024 if v is not None and attr in ("rss_idle_kib", "peak_rss_kib") else v, spec)
+                _fmt(
+                    v / 1024 if v is not None and attr in ("rss_idle_kib", "peak_rss_kib") else v,
+                    spec,
+                )
                 for v in values
             ]
             line = f"{label} | " + " | ".join(shown)

@@ -18,6 +18,7 @@ after the latest reconnect (then a second one is not needed).
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Protocol
 
 import trio
@@ -60,6 +61,8 @@ class RoomPacer:
         )
         self._drain_rooms: dict[str, PacedRoom] = {}
         self._idle_rooms: dict[str, PacedRoom] = {}
+        self._granting: deque[str] = deque()
+        self._in_grant = False
         self._wake = trio.Event()
         self.epoch = 0
         """Bumped on every reconnect (see :meth:`next_epoch`)."""
@@ -92,10 +95,19 @@ class RoomPacer:
         self._grant(self._drains.release(room_id))
 
     def _grant(self, granted: list[str]) -> None:
-        for room_id in granted:
-            room = self._drain_rooms.get(room_id)
-            if room is not None:
-                room.grant_drain()
+        # A room may give its place straight back (it is busy with a turn),
+        # which grants the next room: a loop, not a recursion.
+        self._granting.extend(granted)
+        if self._in_grant:
+            return
+        self._in_grant = True
+        try:
+            while self._granting:
+                room = self._drain_rooms.get(self._granting.popleft())
+                if room is not None:
+                    room.grant_drain()
+        finally:
+            self._in_grant = False
 
     # ------------------------------------------------------------------ idle budget
 

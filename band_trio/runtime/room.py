@@ -250,7 +250,7 @@ class Room:
             self.request_resync(refresh_roster=refresh_roster)
             return
         self._owed_epoch = self._pacer.epoch
-        if not self._reconciling and self._drain_place == _Place.NONE:
+        if not self._reconciling and self._turn is None and self._drain_place == _Place.NONE:
             # Queued now, so rooms asked in order of activity are served in
             # that order (not in the order their workers happen to wake).
             self._ask_drain()
@@ -281,6 +281,13 @@ class Room:
 
     def grant_drain(self) -> None:
         """The pacer gives this room a place for its bulk drain (never blocks)."""
+        if self._turn is not None:
+            # A turn holds the worker (maybe for long): give the place to a
+            # room that can use it now; this one asks again after the turn.
+            self._drain_place = _Place.NONE
+            if self._pacer is not None:
+                self._pacer.end_drain(self.room_id)
+            return
         self._drain_place = _Place.HELD
         self._resync_requested = True
         self._kick()

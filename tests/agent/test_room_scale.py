@@ -470,3 +470,44 @@ async def test_a_missed_push_is_noticed_within_the_bound_without_a_reconnect(
         assert rest.status[missed.id] == "processed"
         assert engine.statistics().reconnects == 0
         nursery.cancel_scope.cancel()
+
+
+async def test_a_room_busy_with_a_turn_does_not_hold_a_drain_place(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The most recently active room is often mid-turn after a reconnect: it
+    gives its place back, and the other rooms drain meanwhile."""
+    ids = rooms(6)
+    rest = ManyRooms(ids)
+    link = InstantLink()
+    engine = make_engine(rest, link, max_parallel_drains=1, **QUIET)
+    release = trio.Event()
+    adapter = engine._svc.adapter
+    assert isinstance(adapter, Adapter)
+    original = adapter.on_message
+
+    async def slow_in_r0000(msg: Any, tools: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("room_id") == "r0000":
+            await release.wait()
+        await original(msg, tools, *args, **kwargs)
+
+    adapter.on_message = slow_in_r0000  # type: ignore[method-assign]
+    send, recv = trio.open_memory_channel[Any](10)
+    async with send, trio.open_nursery() as nursery:
+        await nursery.start(engine.serve, recv)
+        await trio.sleep(60)
+        busy = rest.add("r0000")
+        room = engine.room("r0000")
+        assert room is not None
+        assert room.deliver(event_from_rest("r0000", busy))
+        await trio.sleep(1)
+        assert room.busy
+        rest.reset()
+        engine.on_reconnected()
+        await trio.sleep(60)
+        assert set(rest.next_per_room()) == set(ids) - {"r0000"}
+        release.set()
+        await trio.sleep(10)
+        assert rest.status[busy.id] == "processed"
+        assert rest.next_per_room() == Counter({r: 1 for r in ids})
+        nursery.cancel_scope.cancel()
