@@ -102,6 +102,9 @@ class RoomsResult:
     drained_s: float | None = None
     startup_calls_per_room: float | None = None
     startup_routes: dict[str, int] = attrs.Factory(dict)
+    cpu_s_startup: float | None = None
+    wait_s_startup: float | None = None
+    cpu_s_reconnect: float | None = None
     rss_idle_kib: int | None = None
     idle_kib_per_room: float | None = None
     reconnect_s: float | None = None
@@ -174,6 +177,10 @@ async def run_rooms(
             result.joined_s = time.monotonic() - t0
             await _wait(proc, lambda: room_set <= probe.next_rooms_since, "draining", 0.02)
             result.drained_s = time.monotonic() - t0
+        # CPU the agent used, and time it was runnable but waited for a CPU
+        # (the machine's contention), both until all rooms drained.
+        result.cpu_s_startup = ba.cpu_seconds(proc.pid)
+        result.wait_s_startup = ba.sched_wait_seconds(proc.pid)
         if rooms_n:
             result.startup_calls_per_room = counters.requests / rooms_n
         result.startup_routes = dict(counters.routes)
@@ -190,6 +197,7 @@ async def run_rooms(
         listings_before = probe.listings
         probe.next_rooms_since = set()
         t1 = time.monotonic()
+        cpu_before = ba.cpu_seconds(proc.pid)
         await platform.drop_agent_sockets(agent.id)
         with trio.fail_after(args.deadline):
             await _wait(
@@ -203,6 +211,7 @@ async def run_rooms(
                 0.02,
             )
         result.reconnect_s = time.monotonic() - t1
+        result.cpu_s_reconnect = ba.cpu_seconds(proc.pid) - cpu_before
         await trio.sleep(args.settle)
         result.reconnect_calls_per_room = (counters.requests - requests_before) / rooms_n
         result.reconnect_routes = _route_delta(counters.routes, routes_before)
@@ -352,9 +361,12 @@ def print_table(results: Sequence[RoomsResult]) -> None:
     rows = [
         ("all rooms joined (s)", "joined_s", ".2f"),
         ("all rooms joined and drained (s)", "drained_s", ".2f"),
+        ("agent CPU s until then", "cpu_s_startup", ".2f"),
+        ("agent waited for a CPU until then (s)", "wait_s_startup", ".2f"),
         ("REST calls / room, start-up", "startup_calls_per_room", ".3f"),
         ("reconnect: all rooms drained (s)", "reconnect_s", ".2f"),
         ("REST calls / room, reconnect", "reconnect_calls_per_room", ".3f"),
+        ("agent CPU s for the reconnect", "cpu_s_reconnect", ".2f"),
         ("REST calls / room / idle minute", "idle_calls_per_room_minute", ".4f"),
         ("idle REST calls / s", "idle_calls_per_second", ".2f"),
         ("RSS after start-up (MiB)", "rss_idle_kib", ".1f"),
