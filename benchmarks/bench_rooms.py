@@ -169,13 +169,21 @@ async def run_rooms(
         t0 = time.monotonic()
         proc = await ba.start_agent(contender, agent, platform, workdir)
         topics = {f"agent_control:{agent.id}", f"agent_rooms:{agent.id}"} | ba.room_topics(rooms)
-        room_set = set(rooms)
+
+        def all_joined() -> bool:
+            # Cheap first (this poll runs in the platform's process): count
+            # the topics of the agent's sockets, then check them all once.
+            joined = sum(len(conn.topics) for conn in platform.hub.connections(agent.id))
+            return joined >= len(topics) and topics <= platform.hub.joined_topics(agent.id)
+
+        def all_drained() -> bool:
+            # Only the agent's rooms are counted, so the count says it all.
+            return len(probe.next_rooms_since) >= rooms_n
+
         with trio.fail_after(args.deadline):
-            await _wait(
-                proc, lambda: topics <= platform.hub.joined_topics(agent.id), "joining", 0.02
-            )
+            await _wait(proc, all_joined, "joining", 0.02)
             result.joined_s = time.monotonic() - t0
-            await _wait(proc, lambda: room_set <= probe.next_rooms_since, "draining", 0.02)
+            await _wait(proc, all_drained, "draining", 0.02)
             result.drained_s = time.monotonic() - t0
         # CPU the agent used, and time it was runnable but waited for a CPU
         # (the machine's contention), both until all rooms drained.
@@ -202,11 +210,7 @@ async def run_rooms(
         with trio.fail_after(args.deadline):
             await _wait(
                 proc,
-                lambda: (
-                    room_set <= probe.next_rooms_since
-                    and probe.listings - listings_before >= 1
-                    and topics <= platform.hub.joined_topics(agent.id)
-                ),
+                lambda: all_drained() and probe.listings - listings_before >= 1 and all_joined(),
                 "recovering from the drop",
                 0.02,
             )

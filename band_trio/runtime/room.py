@@ -15,6 +15,9 @@ thing at a time, which is what makes a room's turns serial *by construction*
   deferred outcome, and on a timer with backoff. When ``/next`` is stuck on a
   message this process will never run again (failed for good), the drain pages
   ``GET /messages`` to step past it, so one poison message never wedges a room.
+  Under an engine (a :class:`~band_trio.runtime.pacer.RoomPacer`), the
+  start-up and reconnect drains wait for a place among the agent's bulk
+  drains, and the timer's checks for the agent-wide idle budget.
 
 The decisions are made by sans-io cores and only executed here: whether a
 message runs (:mod:`~band_trio.runtime.admission`), what a turn's end means
@@ -25,8 +28,9 @@ concludes (:mod:`~band_trio.runtime.drain`) and when the next one is due
 Memory bound: the inbox holds at most ``AgentConfig.inbox_size`` events. When it
 is full the dispatcher does not block and does not drop silently: the room is
 marked "needs resync", the overflow is counted in :meth:`Room.statistics`, and
-the next reconcile recovers the messages from ``/next`` (and re-reads the
-participant list, since participant events may have been lost too).
+the next reconcile recovers the messages from ``/next`` (and the participant
+list is read again before the next turn, since participant events may have
+been lost too).
 
 Exactly-once effect comes from the :class:`~band_trio.runtime.ledger.ClaimsLedger`:
 a message never runs twice at once, never runs again once completed, a reply
