@@ -60,6 +60,10 @@ __all__ = ["AgentEngine", "EngineStatistics"]
 logger = logging.getLogger("band_trio.runtime.engine")
 
 _LEAVE_TIMEOUT = 5.0
+_ROOM_LISTING_MAX_PAGES = 1000
+"""Pages of the room listing read at most (100 rooms a page: 100,000 rooms).
+The REST client's default cap, the official SDK's 50 pages, would leave an
+agent in more than 5,000 rooms deaf in the others."""
 _CONTACT_BUFFER = 256
 """Contact events waiting for the contact handler (beyond it they are dropped, counted)."""
 _MAX_HELD_SYNTHETIC = 1000
@@ -210,7 +214,10 @@ class AgentEngine:
 
     async def _list_rooms(self) -> list[ChatRoom]:
         rooms: list[ChatRoom] = []
-        async for chat in self._svc.rest.iter_chats(include_participants=True):
+        listing = self._svc.rest.iter_chats(
+            include_participants=True, max_pages=_ROOM_LISTING_MAX_PAGES
+        )
+        async for chat in listing:
             rooms.append(chat)
         return rooms
 

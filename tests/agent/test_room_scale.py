@@ -95,10 +95,12 @@ class ManyRooms:
 
     # ---------------------------------------------------------------- RuntimeRest
 
-    async def iter_chats(self, *, include_participants: bool = False) -> AsyncIterator[Any]:
+    async def iter_chats(
+        self, *, include_participants: bool = False, max_pages: int = 50
+    ) -> AsyncIterator[Any]:
         from band_trio.wire.models import ChatRoom
 
-        for start in range(0, max(len(self.rooms), 1), PAGE):
+        for start in range(0, min(max(len(self.rooms), 1), max_pages * PAGE), PAGE):
             await trio.lowlevel.checkpoint()
             self.calls["chats"] += 1
             for room_id in self.rooms[start : start + PAGE]:
@@ -510,4 +512,22 @@ async def test_a_room_busy_with_a_turn_does_not_hold_a_drain_place(
         await trio.sleep(10)
         assert rest.status[busy.id] == "processed"
         assert rest.next_per_room() == Counter({r: 1 for r in ids})
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_agent_in_more_than_fifty_pages_of_rooms_serves_them_all(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The REST client's default cap (the official SDK's 50 pages, 5,000 rooms)
+    does not apply to the agent's own room listing."""
+    ids = rooms(50 * PAGE + 150)
+    rest = ManyRooms(ids)
+    link = InstantLink()
+    engine = make_engine(rest, link, **QUIET)
+    send, recv = trio.open_memory_channel[Any](10)
+    async with send, trio.open_nursery() as nursery:
+        await nursery.start(engine.serve, recv)
+        await trio.sleep(60)
+        assert len(engine.serving_rooms()) == len(ids)
+        assert rest.calls["chats"] == 52
         nursery.cancel_scope.cancel()

@@ -30,7 +30,9 @@ class RoomsRest(FakeRest):
         super().__init__()
         self.rooms = rooms
 
-    async def iter_chats(self, *, include_participants: bool = False) -> AsyncIterator[ChatRoom]:
+    async def iter_chats(
+        self, *, include_participants: bool = False, max_pages: int = 50
+    ) -> AsyncIterator[ChatRoom]:
         for room_id in self.rooms:
             await trio.lowlevel.checkpoint()
             yield ChatRoom(id=room_id, inserted_at=TS, updated_at=TS)
