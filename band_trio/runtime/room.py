@@ -180,8 +180,10 @@ class Room:
         self._turn: RunningTurn | None = None
         self._schedule: DrainSchedule | None = None
         self._parked = trio.Event()
-        self._system_lines: deque[str] = deque(maxlen=_MAX_SYSTEM_LINES)
-        self._synthetic: deque[PlatformMessage] = deque(maxlen=_MAX_SYNTHETIC)
+        # Created on first use: most rooms never get either, and an empty
+        # deque costs more than the rest of an idle room's state.
+        self._system_lines: deque[str] | None = None
+        self._synthetic: deque[PlatformMessage] | None = None
         self._replies = ReplyRecovery(
             room_id=room_id,
             agent_id=services.agent_id,
@@ -334,6 +336,8 @@ class Room:
     def inject_system_message(self, text: str) -> None:
         """Queue a system line for the next turn's ``contacts_msg`` (delivered once,
         consumed when that turn commits its context)."""
+        if self._system_lines is None:
+            self._system_lines = deque(maxlen=_MAX_SYSTEM_LINES)
         if len(self._system_lines) == self._system_lines.maxlen:
             logger.warning(
                 "room %s: too many pending system lines; dropping the oldest", self.room_id
@@ -343,6 +347,8 @@ class Room:
     def enqueue_synthetic(self, message: PlatformMessage) -> None:
         """Queue a synthetic message (contacts hub): it runs as a turn with no
         claim, no lifecycle marks and no activity reports, and is not judged."""
+        if self._synthetic is None:
+            self._synthetic = deque(maxlen=_MAX_SYNTHETIC)
         if any(m.id == message.id for m in self._synthetic):
             return
         if len(self._synthetic) == self._synthetic.maxlen:
@@ -895,7 +901,7 @@ class Room:
         roster = self._roster
         participants_msg = render_participants_msg(roster) if roster.changed else None
         snapshot = roster.snapshot()
-        lines = list(self._system_lines)
+        lines = list(self._system_lines or ())
         contacts_msg = "\n".join(lines) if lines else None
 
         def make_tools() -> AgentToolsProtocol:
@@ -930,8 +936,10 @@ class Room:
         are no longer owed (lines queued during the turn stay for the next)."""
         self._bootstrap = False
         self._roster.commit(snapshot)
-        for _ in range(min(delivered_lines, len(self._system_lines))):
-            self._system_lines.popleft()
+        pending = self._system_lines
+        if pending is not None:
+            for _ in range(min(delivered_lines, len(pending))):
+                pending.popleft()
 
     # ------------------------------------------------------------------ hydration
 
