@@ -149,6 +149,45 @@ class Room:
         services: what the agent's rooms share.
     """
 
+    # A process may hold ten thousand rooms: no per-instance __dict__.
+    __slots__ = (
+        "_activity",
+        "_bootstrap",
+        "_capacity",
+        "_config",
+        "_counts",
+        "_deferred",
+        "_drain_place",
+        "_drained_epoch",
+        "_fenced",
+        "_idle_waiting",
+        "_inbox_recv",
+        "_inbox_send",
+        "_kick_pending",
+        "_last_active",
+        "_last_reconcile",
+        "_ledger",
+        "_next_epoch",
+        "_offered_roster",
+        "_owed_epoch",
+        "_pacer",
+        "_parked",
+        "_reconciling",
+        "_replies",
+        "_rest",
+        "_resync_requested",
+        "_roster",
+        "_roster_stale",
+        "_schedule",
+        "_settler",
+        "_stopped",
+        "_svc",
+        "_synthetic",
+        "_system_lines",
+        "_turn",
+        "room_id",
+    )
+
     def __init__(self, room_id: str, services: RoomServices) -> None:
         self.room_id = room_id
         self._svc = services
