@@ -201,6 +201,8 @@ class AgentConfig:
         max_held_events: events kept for a room that is joining but not yet
             routed (oldest dropped beyond this).
         max_parallel_joins: rooms joined at the same time.
+        max_parallel_drains: rooms running their start-up or reconnect
+            ``/next`` drain at the same time (the most recently active first).
         join_retry_delays: waits between retries of a failed room join.
         idle_resync_interval: base interval of the periodic ``/next`` reconcile.
         idle_resync_max_interval: the interval doubles while ``/next`` is empty,
@@ -210,6 +212,11 @@ class AgentConfig:
         retry_delay: first wait before a deferred message (refused claim,
             unconfirmed ack, non-final failure) is tried again; it doubles up
             to ``idle_resync_interval``.
+        idle_reconcile_rate: the ceiling, in calls per second for the whole
+            agent, of idle reconciles (the periodic ``/next`` checks of rooms
+            with nothing to do), handed out stalest room first. A push a room
+            missed is noticed at most ``idle_resync_max_interval + rooms /
+            idle_reconcile_rate`` seconds after that room's previous reconcile.
         enable_context_hydration: load room history on a session bootstrap.
         max_history_messages: at most this many history messages (the newest
             ones before the trigger) are given to the adapter.
@@ -251,6 +258,7 @@ class AgentConfig:
     inbox_size: int = attrs.field(default=64, validator=_v_count(1))
     max_held_events: int = attrs.field(default=256, validator=_v_count(1))
     max_parallel_joins: int = attrs.field(default=8, validator=_v_count(1))
+    max_parallel_drains: int = attrs.field(default=16, validator=_v_count(1))
     join_retry_delays: tuple[float, ...] = attrs.field(
         default=(1.0, 2.0, 4.0, 8.0, 16.0), converter=_to_delays
     )
@@ -260,6 +268,7 @@ class AgentConfig:
         default=None, validator=_v_optional_positive
     )
     retry_delay: float = attrs.field(default=1.0, validator=_v_positive)
+    idle_reconcile_rate: float = attrs.field(default=4.0, validator=_v_positive)
     enable_context_hydration: bool = attrs.field(default=True, validator=_v_bool)
     max_history_messages: int = attrs.field(default=100, validator=_v_count(0))
     history_page_size: int = attrs.field(default=100, validator=_v_count(1))
@@ -392,6 +401,7 @@ _INT_FIELDS: Final = frozenset(
         "inbox_size",
         "max_held_events",
         "max_parallel_joins",
+        "max_parallel_drains",
         "max_history_messages",
         "history_page_size",
         "max_history_pages",

@@ -46,6 +46,16 @@ class DrainSchedule:
         """The time of the next drain the room starts on its own."""
         return min(self._idle.due, self._retry_at)
 
+    @property
+    def retry_due(self) -> float:
+        """The time a deferred message is retried (``inf`` when none is)."""
+        return self._retry_at
+
+    def retry_is_due(self, now: float) -> bool:
+        """True when the drain due now is the retry of a deferred message
+        (not the idle timer)."""
+        return now >= self._retry_at
+
     def after(self, result: ReconcileOutcome, now: float) -> None:
         """A drain ended with ``result`` (``RETRY`` also for a deferred message)."""
         self._idle.completed(result, now)

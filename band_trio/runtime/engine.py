@@ -13,6 +13,17 @@ turn starts anywhere), waits for running turns under ONE global deadline, then
 cancels what is left; every room's cleanup runs concurrently, so the time a
 shutdown takes does not grow with the number of rooms.
 
+Scale: rosters come with the room listing (``include=participants``), so
+start-up and reconnect cost one listing plus one ``GET /messages/next`` per
+room; a roster that is truncated or omitted is read right before the room's
+next turn. Joins are bounded by ``max_parallel_joins``; each room's drain
+starts as soon as the room is joined, bounded by ``max_parallel_drains``
+(:class:`~band_trio.runtime.pacer.RoomPacer`, the most recently active rooms
+first after a reconnect). A reconnect owes each room ONE drain: requests made
+before that drain runs are merged, and the re-listing that follows only
+admits, retires and refreshes rosters. Idle reconciles of all rooms share one
+budget (``idle_reconcile_rate`` calls per second, stalest room first).
+
 When the adapter implements :class:`~band_trio.adapter.InterruptHandler`
 (``SimpleAdapter`` does, with a no-op default), its ``on_interrupt(room_id,
 mode)`` is called once for every room an applied ``interrupt`` or ``stop``
@@ -37,16 +48,22 @@ from band_trio.errors import BandError
 from band_trio.runtime.contact_events import ContactHandlerStatistics
 from band_trio.runtime.control import ControlHandler
 from band_trio.runtime.dispatcher import Dispatcher
+from band_trio.runtime.pacer import RoomPacer
 from band_trio.runtime.ports import ContactService, TopicLink
 from band_trio.runtime.room import Room, RoomServices, RoomStatistics
 from band_trio.wire.events import ContactEvent
 from band_trio.wire.link import LinkEvent, room_topics
+from band_trio.wire.models import ChatRoom
 
 __all__ = ["AgentEngine", "EngineStatistics"]
 
 logger = get_logger("band_trio.runtime.engine")
 
 _LEAVE_TIMEOUT = 5.0
+_ROOM_LISTING_MAX_PAGES = 1000
+"""Pages of the room listing read at most (100 rooms a page: 100,000 rooms).
+The REST client's default cap, the official SDK's 50 pages, would leave an
+agent in more than 5,000 rooms deaf in the others."""
 _CONTACT_BUFFER = 256
 """Contact events waiting for the contact handler (beyond it they are dropped, counted)."""
 _MAX_HELD_SYNTHETIC = 1000
@@ -93,6 +110,10 @@ class AgentEngine:
     """
 
     def __init__(self, services: RoomServices, link: TopicLink) -> None:
+        if services.pacer is None:
+            services = attrs.evolve(services, pacer=RoomPacer(services.config))
+        assert services.pacer is not None
+        self._pacer: RoomPacer = services.pacer
         self._svc = services
         self._link = link
         self._config = services.config
@@ -103,6 +124,7 @@ class AgentEngine:
         self._generation = 0
         self._relisting = False
         self._relist_again = False
+        self._lost_rooms: set[str] = set()
         self._reconnects = 0
         self._join_failures = 0
         self._all_done = trio.Event()
@@ -181,6 +203,7 @@ class AgentEngine:
                 for _ in range(_INTERRUPT_WORKERS):
                     nursery.start_soon(self._interrupt_worker, self._on_interrupt)
             nursery.start_soon(self.dispatcher.run, events)
+            nursery.start_soon(self._pacer.run)
             try:
                 listed = await self._list_rooms()
             except BandError as exc:
@@ -189,31 +212,45 @@ class AgentEngine:
                 logger.warning("could not list rooms at startup: %s; retrying", exc)
                 nursery.start_soon(self._relist, True)
             else:
-                for room_id in listed:
-                    self.add_room(room_id)
+                for chat in listed:
+                    self.add_room(chat.id, listed=chat)
             for slot in list(self._rooms.values()):
                 await slot.settled.wait()
             task_status.started()
 
-    async def _list_rooms(self) -> list[str]:
-        rooms: list[str] = []
-        async for chat in self._svc.rest.iter_chats():
-            rooms.append(chat.id)
+    async def _list_rooms(self) -> list[ChatRoom]:
+        rooms: list[ChatRoom] = []
+        listing = self._svc.rest.iter_chats(
+            include_participants=True, max_pages=_ROOM_LISTING_MAX_PAGES
+        )
+        async for chat in listing:
+            rooms.append(chat)
         return rooms
 
     # ------------------------------------------------------------------ admission
 
-    def add_room(self, room_id: str) -> None:
-        """Start serving ``room_id`` (idempotent; never blocks)."""
+    def add_room(self, room_id: str, *, listed: ChatRoom | None = None) -> None:
+        """Start serving ``room_id`` (idempotent; never blocks).
+
+        Args:
+            room_id: the room.
+            listed: the room's row of the room listing, when it came from one
+                (its roster, if complete, spares a ``GET /participants``).
+        """
         if not self._accepting or self._nursery is None:
             return
         slot = self._rooms.get(room_id)
         if slot is not None:
             if slot.removed:
                 slot.readd = True  # start afresh once the old one is cleaned up
+            elif listed is not None:
+                _offer_listed_roster(slot.room, listed)
             return
         self._generation += 1
-        slot = _RoomSlot(room=Room(room_id, self._svc), generation=self._generation)
+        room = Room(room_id, self._svc)
+        if listed is not None:
+            _offer_listed_roster(room, listed)
+        slot = _RoomSlot(room=room, generation=self._generation)
         self._rooms[room_id] = slot
         for message in self._held_synthetic.pop(room_id, ()):
             slot.room.enqueue_synthetic(message)
@@ -332,17 +369,21 @@ class AgentEngine:
     # ------------------------------------------------------------------ reconnect
 
     def on_reconnected(self, *, count: bool = True) -> None:
-        """The socket came back: re-list rooms, rejoin, refresh rosters, drain ``/next``."""
+        """The socket came back: drain ``/next`` once per room (the most
+        recently active first), re-list rooms, rejoin, refresh rosters."""
         if count:
             self._reconnects += 1
         if not self._accepting or self._nursery is None:
             return
-        # Owed at once, not only after the (possibly slow) re-listing below: a
-        # message arriving meanwhile must see participants added while the
-        # socket was down, and messages missed meanwhile are drained now.
-        for slot in self._rooms.values():
-            if slot.serving and not slot.removed:
-                slot.room.request_resync(refresh_roster=True)
+        # Owed at once, not only after the (possibly slow) re-listing below:
+        # messages missed meanwhile are drained now, and a turn starting
+        # before the listing arrives reads the roster first (participants
+        # may have changed while the socket was down).
+        self._pacer.next_epoch()
+        serving = [s.room for s in self._rooms.values() if s.serving and not s.removed]
+        serving.sort(key=lambda room: room.last_active, reverse=True)
+        for room in serving:
+            room.request_bulk_resync(refresh_roster=True)
         if self._relisting:
             self._relist_again = True
             return
@@ -356,7 +397,9 @@ class AgentEngine:
                 self._relist_again = False
                 generation = self._generation
                 try:
-                    listed: set[str] | None = set(await self._list_rooms())
+                    listed: dict[str, ChatRoom] | None = {
+                        chat.id: chat for chat in await self._list_rooms()
+                    }
                 except BandError as exc:
                     logger.warning("could not re-list rooms: %s", exc)
                     listed = None
@@ -365,14 +408,25 @@ class AgentEngine:
                         # A room admitted while we listed may be missing from the list.
                         if room_id not in listed and slot.generation <= generation:
                             self.remove_room(room_id)
-                    for room_id in sorted(listed):
-                        self.add_room(room_id)
+                    for room_id, chat in listed.items():
+                        # New rooms are admitted (and drain once joined);
+                        # rooms already served take the listed roster.
+                        self.add_room(room_id, listed=chat)
+                lost, self._lost_rooms = self._lost_rooms, set()
+                rejoined: list[Room] = []
                 for room_id, slot in list(self._rooms.items()):
                     if slot.serving and not slot.removed:
                         # A topic whose rejoin was refused is joined again here
                         # (a no-op for topics the link still holds).
                         await self._ensure_joined(room_id)
-                        slot.room.request_resync(refresh_roster=True)
+                        if room_id in lost:
+                            rejoined.append(slot.room)
+                if rejoined:
+                    # Pushes to a room between losing its topic and joining it
+                    # again are missed: it owes one more drain.
+                    self._pacer.next_epoch()
+                    for room in rejoined:
+                        room.request_bulk_resync(refresh_roster=False)
                 if listed is None and retry_until_listed:
                     delay = next(delays, self._config.idle_resync_interval)
                     await trio.sleep(delay)
@@ -402,6 +456,9 @@ class AgentEngine:
         logger.warning("topic %s lost; recovering", topic)
         if not self._accepting or self._nursery is None:
             return
+        room_id = topic.partition(":")[2]
+        if room_id in self._rooms and topic in room_topics(room_id):
+            self._lost_rooms.add(room_id)
         if topic.startswith(("agent_control:", "agent_rooms:", "agent_contacts:")):
             self._nursery.start_soon(self._rejoin_topic, topic)
         self.on_reconnected(count=False)
@@ -577,3 +634,10 @@ class AgentEngine:
                 yield scope
             finally:
                 self._cleanup_scopes.discard(scope)
+
+
+def _offer_listed_roster(room: Room, chat: ChatRoom) -> None:
+    # Complete only when the listing carried the roster and did not cut it
+    # at its row cap.
+    complete = chat.participants is not None and chat.participants_truncated is not True
+    room.offer_roster(chat.participants, complete)

@@ -15,6 +15,9 @@ thing at a time, which is what makes a room's turns serial *by construction*
   deferred outcome, and on a timer with backoff. When ``/next`` is stuck on a
   message this process will never run again (failed for good), the drain pages
   ``GET /messages`` to step past it, so one poison message never wedges a room.
+  Under an engine (a :class:`~band_trio.runtime.pacer.RoomPacer`), the
+  start-up and reconnect drains wait for a place among the agent's bulk
+  drains, and the timer's checks for the agent-wide idle budget.
 
 The decisions are made by sans-io cores and only executed here: whether a
 message runs (:mod:`~band_trio.runtime.admission`), what a turn's end means
@@ -25,8 +28,9 @@ concludes (:mod:`~band_trio.runtime.drain`) and when the next one is due
 Memory bound: the inbox holds at most ``AgentConfig.inbox_size`` events. When it
 is full the dispatcher does not block and does not drop silently: the room is
 marked "needs resync", the overflow is counted in :meth:`Room.statistics`, and
-the next reconcile recovers the messages from ``/next`` (and re-reads the
-participant list, since participant events may have been lost too).
+the next reconcile recovers the messages from ``/next`` (and the participant
+list is read again before the next turn, since participant events may have
+been lost too).
 
 Exactly-once effect comes from the :class:`~band_trio.runtime.ledger.ClaimsLedger`:
 a message never runs twice at once, never runs again once completed, a reply
@@ -37,7 +41,9 @@ is marked failed after ``AgentConfig.max_attempts`` and stepped past.
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from collections.abc import Sequence
 from typing import Final
 
 import trio
@@ -80,7 +86,7 @@ from band_trio.runtime.settlement import Abort, ErrorNotice, TurnEnd
 from band_trio.runtime.settler import Settler
 from band_trio.runtime.turn_ledger import TurnVerdict
 from band_trio.wire.events import MessageCreated, ParticipantAdded, ParticipantRemoved
-from band_trio.wire.models import ChatMessage
+from band_trio.wire.models import ChatMessage, ChatParticipant
 
 __all__ = [
     "ERROR_EVENT_TEXT",
@@ -113,6 +119,14 @@ _ERROR_TEXTS: Final = {
 }
 
 
+class _Place:
+    """Where a room stands in the pacer's bulk-drain queue."""
+
+    NONE: Final = 0
+    WAITING: Final = 1
+    HELD: Final = 2
+
+
 class _Kick:
     """Inbox marker that wakes the worker to look at its flags."""
 
@@ -136,6 +150,45 @@ class Room:
         services: what the agent's rooms share.
     """
 
+    # A process may hold ten thousand rooms: no per-instance __dict__.
+    __slots__ = (
+        "_activity",
+        "_bootstrap",
+        "_capacity",
+        "_config",
+        "_counts",
+        "_deferred",
+        "_drain_place",
+        "_drained_epoch",
+        "_fenced",
+        "_idle_waiting",
+        "_inbox_recv",
+        "_inbox_send",
+        "_kick_pending",
+        "_last_active",
+        "_last_reconcile",
+        "_ledger",
+        "_next_epoch",
+        "_offered_roster",
+        "_owed_epoch",
+        "_pacer",
+        "_parked",
+        "_reconciling",
+        "_replies",
+        "_rest",
+        "_resync_requested",
+        "_roster",
+        "_roster_stale",
+        "_schedule",
+        "_settler",
+        "_stopped",
+        "_svc",
+        "_synthetic",
+        "_system_lines",
+        "_turn",
+        "room_id",
+    )
+
     def __init__(self, room_id: str, services: RoomServices) -> None:
         self.room_id = room_id
         self._svc = services
@@ -146,7 +199,19 @@ class Room:
         self._inbox_send, self._inbox_recv = trio.open_memory_channel[InboxItem](self._capacity)
         self._roster = Roster()
         self._roster_stale = True
-        self._resync_requested = True  # the startup drain
+        self._offered_roster: Sequence[ChatParticipant] | None = None
+        self._pacer = services.pacer
+        # With a pacer the start-up drain is a bulk drain (bounded, ordered);
+        # without one the room drains at once, on its own.
+        self._resync_requested = self._pacer is None
+        self._owed_epoch = 0 if self._pacer is not None else -1
+        self._drained_epoch = -1
+        self._next_epoch = -1
+        self._drain_place = _Place.NONE
+        self._reconciling = False
+        self._idle_waiting = False
+        self._last_active = -math.inf
+        self._last_reconcile = -math.inf
         self._kick_pending = False
         self._deferred = False
         self._stopped = False
@@ -155,8 +220,10 @@ class Room:
         self._turn: RunningTurn | None = None
         self._schedule: DrainSchedule | None = None
         self._parked = trio.Event()
-        self._system_lines: deque[str] = deque(maxlen=_MAX_SYSTEM_LINES)
-        self._synthetic: deque[PlatformMessage] = deque(maxlen=_MAX_SYNTHETIC)
+        # Created on first use: most rooms never get either, and an empty
+        # deque costs more than the rest of an idle room's state.
+        self._system_lines: deque[str] | None = None
+        self._synthetic: deque[PlatformMessage] | None = None
         self._replies = ReplyRecovery(
             room_id=room_id,
             agent_id=services.agent_id,
@@ -187,6 +254,8 @@ class Room:
             False when the inbox was full: the event was not queued, the room
             is marked for resync (and roster refresh) and the overflow counted.
         """
+        if isinstance(item, MessageCreated):
+            self._last_active = trio.current_time()
         try:
             self._inbox_send.send_nowait(item)
         except trio.WouldBlock:
@@ -209,6 +278,70 @@ class Room:
         self._resync_requested = True
         if refresh_roster:
             self._roster_stale = True
+        self._kick()
+
+    def request_bulk_resync(self, *, refresh_roster: bool = True) -> None:
+        """Owe one ``/next`` drain that starts after now (start-up, reconnect).
+
+        With a pacer the drain waits for a place among the agent's bulk drains
+        (the most recently active rooms first); requests made before that
+        drain starts, or while a drain that will still call ``/next`` after
+        now runs, are merged into it. Without a pacer this is
+        :meth:`request_resync`. The roster is refreshed from the next room
+        listing offered (:meth:`offer_roster`), or else read before the next turn.
+        """
+        if refresh_roster:
+            self._roster_stale = True
+        if self._pacer is None:
+            self.request_resync(refresh_roster=refresh_roster)
+            return
+        self._owed_epoch = self._pacer.epoch
+        if not self._reconciling and self._turn is None and self._drain_place == _Place.NONE:
+            # Queued now, so rooms asked in order of activity are served in
+            # that order (not in the order their workers happen to wake).
+            self._ask_drain()
+        self._kick()
+
+    def _ask_drain(self) -> None:
+        assert self._pacer is not None
+        self._drain_place = _Place.WAITING
+        self._pacer.request_drain(self, self._last_active)
+
+    def offer_roster(self, participants: Sequence[ChatParticipant] | None, complete: bool) -> None:
+        """The roster as the room listing gave it (``include=participants``).
+
+        A complete roster is applied by the worker before its next step and
+        spares the separate ``GET /participants``; an omitted or truncated
+        one leaves the roster to be read before the next turn.
+        """
+        if participants is not None and complete:
+            self._offered_roster = tuple(participants)
+        else:
+            self._offered_roster = None
+            self._roster_stale = True
+
+    @property
+    def last_active(self) -> float:
+        """When a message last arrived or a turn last started (``-inf``: never)."""
+        return self._last_active
+
+    def grant_drain(self) -> None:
+        """The pacer gives this room a place for its bulk drain (never blocks)."""
+        if self._turn is not None:
+            # A turn holds the worker (maybe for long): give the place to a
+            # room that can use it now; this one asks again after the turn.
+            self._drain_place = _Place.NONE
+            if self._pacer is not None:
+                self._pacer.end_drain(self.room_id)
+            return
+        self._drain_place = _Place.HELD
+        self._resync_requested = True
+        self._kick()
+
+    def grant_idle(self) -> None:
+        """The pacer gives this room its idle reconcile (never blocks)."""
+        self._idle_waiting = False
+        self._resync_requested = True
         self._kick()
 
     def interrupt(self) -> bool:
@@ -243,6 +376,8 @@ class Room:
     def inject_system_message(self, text: str) -> None:
         """Queue a system line for the next turn's ``contacts_msg`` (delivered once,
         consumed when that turn commits its context)."""
+        if self._system_lines is None:
+            self._system_lines = deque(maxlen=_MAX_SYSTEM_LINES)
         if len(self._system_lines) == self._system_lines.maxlen:
             logger.warning(
                 "room %s: too many pending system lines; dropping the oldest", self.room_id
@@ -252,6 +387,8 @@ class Room:
     def enqueue_synthetic(self, message: PlatformMessage) -> None:
         """Queue a synthetic message (contacts hub): it runs as a turn with no
         claim, no lifecycle marks and no activity reports, and is not judged."""
+        if self._synthetic is None:
+            self._synthetic = deque(maxlen=_MAX_SYNTHETIC)
         if any(m.id == message.id for m in self._synthetic):
             return
         if len(self._synthetic) == self._synthetic.maxlen:
@@ -337,6 +474,10 @@ class Room:
                     await trio.sleep(self._config.retry_delay)
         finally:
             self._inbox_send.close()
+            if self._pacer is not None:
+                self._pacer.forget(self.room_id)
+                self._drain_place = _Place.NONE
+                self._idle_waiting = False
 
     async def _work(self) -> None:
         assert self._schedule is not None
@@ -349,19 +490,49 @@ class Room:
                 await self._run_synthetic(self._synthetic[0])
                 self._svc.changes.notify()
                 continue
+            if self._offered_roster is not None:
+                self._apply_offered_roster()
             if self._resync_requested:
                 self._resync_requested = False
                 await self._reconcile()
                 self._svc.changes.notify()
                 continue
+            pacer = self._pacer
+            if (
+                pacer is not None
+                and self._owed_epoch > self._drained_epoch
+                and self._drain_place == _Place.NONE
+            ):
+                self._ask_drain()
+                continue
             item: InboxItem | None = None
-            with trio.move_on_at(self._schedule.due):
+            # While waiting for the idle budget only a retry wakes the room.
+            due = self._schedule.retry_due if self._idle_waiting else self._schedule.due
+            with trio.move_on_at(due):
                 item = await self._inbox_recv.receive()
             if item is None:
-                self._resync_requested = True  # the periodic reconcile is due
+                now = trio.current_time()
+                if pacer is not None and not self._schedule.retry_is_due(now):
+                    # The periodic reconcile is due: ask the agent-wide budget.
+                    self._idle_waiting = True
+                    pacer.want_idle(self, self._last_reconcile)
+                else:
+                    self._resync_requested = True  # the periodic reconcile is due
                 continue
             await self._on_item(item)
             self._svc.changes.notify()
+
+    def _apply_offered_roster(self) -> None:
+        offered, self._offered_roster = self._offered_roster, None
+        if offered is None:
+            return
+        try:
+            self._roster.replace_snapshot(offered)
+        except BandError as exc:
+            logger.warning("room %s: ignoring the listed roster: %s", self.room_id, exc)
+            self._roster_stale = True
+            return
+        self._roster_stale = False
 
     async def _on_item(self, item: InboxItem) -> None:
         try:
@@ -438,6 +609,19 @@ class Room:
         assert self._schedule is not None
         self._counts.resyncs += 1
         result = ReconcileOutcome.RETRY
+        pacer = self._pacer
+        if pacer is not None:
+            # Whatever asked for this pass, it also serves as the idle
+            # reconcile and the owed bulk drain: those requests are merged.
+            if self._idle_waiting:
+                self._idle_waiting = False
+                pacer.withdraw_idle(self.room_id)
+            if self._drain_place == _Place.WAITING:
+                # Runs now without waiting for a place: give the place up.
+                self._drain_place = _Place.NONE
+                pacer.end_drain(self.room_id)
+        self._next_epoch = self._current_epoch()
+        self._reconciling = True
         try:
             if self._stopped:
                 probe = await self._rest.next_message(self.room_id)
@@ -448,8 +632,9 @@ class Room:
                 logger.info("room %s: /next has work while stopped; resuming", self.room_id)
                 self._stopped = False
                 self._schedule.set_stopped(False, trio.current_time())
-            if self._roster_stale:
-                await self._refresh_roster()
+            # The roster is not read here: it comes with the room listing, or
+            # is read right before the next turn (a drain that finds nothing
+            # needs none).
             for message_id in self._ledger.pending_acks(self.room_id):
                 with log_context(message_id=message_id):
                     acked = await self._settler.ack(message_id)
@@ -462,8 +647,24 @@ class Room:
         except Exception:
             logger.exception("room %s: unexpected error while reconciling", self.room_id)
         finally:
+            # A pass whose last /next was sent after the latest reconnect
+            # settles what that reconnect owed (a failed pass is retried on
+            # the room's own backoff, not through the bulk queue).
+            self._drained_epoch = max(self._drained_epoch, self._next_epoch)
+            self._reconciling = False
+            self._end_drain_place()
+            now = trio.current_time()
+            self._last_reconcile = now
             self._deferred = deferred_after(result, self._deferred)
-            self._schedule.after(result, trio.current_time())
+            self._schedule.after(result, now)
+
+    def _current_epoch(self) -> int:
+        return self._pacer.epoch if self._pacer is not None else 0
+
+    def _end_drain_place(self) -> None:
+        if self._drain_place != _Place.NONE and self._pacer is not None:
+            self._pacer.end_drain(self.room_id)
+        self._drain_place = _Place.NONE
 
     def _runnable(self, msg: ChatMessage) -> bool:
         if admission.is_own_message(msg.sender_type, msg.sender_id, self._svc.agent_id):
@@ -475,9 +676,13 @@ class Room:
         while not self._fenced:
             if self._stopped:
                 return ReconcileOutcome.STOPPED
+            self._next_epoch = self._current_epoch()
             msg = await self._rest.next_message(self.room_id)
             if msg is None:
                 return drain.finished()
+            # Work found: the place among the bulk drains goes to another room
+            # (turns can be long; the bound is on idle probing, not on turns).
+            self._end_drain_place()
             if drain.is_repeat(msg.id):
                 outcome = MessageOutcome.SKIPPED
             else:
@@ -598,6 +803,8 @@ class Room:
         try:
             # Hydrate before the claim (the official order: participants,
             # context, then the processing mark).
+            if self._offered_roster is not None:
+                self._apply_offered_roster()
             if self._roster_stale:
                 await self._refresh_roster()
             history = HistoryProvider()
@@ -638,8 +845,9 @@ class Room:
                 attempt.max_attempts,
             )
             assert self._schedule is not None
-            self._schedule.note_work(trio.current_time())
-            started = trio.current_time()
+            self._last_active = trio.current_time()
+            self._schedule.note_work(self._last_active)
+            started = self._last_active
             try:
                 end, error = await self._execute(turn, ev, history)
             finally:
@@ -761,7 +969,7 @@ class Room:
         roster = self._roster
         participants_msg = render_participants_msg(roster) if roster.changed else None
         snapshot = roster.snapshot()
-        lines = list(self._system_lines)
+        lines = list(self._system_lines or ())
         contacts_msg = "\n".join(lines) if lines else None
 
         def make_tools() -> AgentToolsProtocol:
@@ -796,8 +1004,10 @@ class Room:
         are no longer owed (lines queued during the turn stay for the next)."""
         self._bootstrap = False
         self._roster.commit(snapshot)
-        for _ in range(min(delivered_lines, len(self._system_lines))):
-            self._system_lines.popleft()
+        pending = self._system_lines
+        if pending is not None:
+            for _ in range(min(delivered_lines, len(pending))):
+                pending.popleft()
 
     # ------------------------------------------------------------------ hydration
 

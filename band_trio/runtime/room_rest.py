@@ -83,6 +83,9 @@ class RuntimeRest(RoomRest, Protocol):
     """What the rooms of one agent share: the room's endpoints, plus the
     listing of the agent's rooms the engine reads at start."""
 
-    def iter_chats(self) -> AsyncIterator[ChatRoom]:
-        """Every room the agent is in."""
+    def iter_chats(
+        self, *, include_participants: bool = False, max_pages: int = ...
+    ) -> AsyncIterator[ChatRoom]:
+        """Every room the agent is in, up to ``max_pages`` pages (with each
+        room's roster, up to the listing's row cap, when ``include_participants``)."""
         ...

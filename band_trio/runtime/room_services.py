@@ -17,6 +17,7 @@ from band_trio.adapter.protocols import FrameworkAdapter, Preprocessor
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import ClaimsLedger
+from band_trio.runtime.pacer import RoomPacer
 from band_trio.runtime.room_rest import RuntimeRest
 from band_trio.runtime.running_turn import RunningTurn
 from band_trio.runtime.state_changes import StateChanges
@@ -67,6 +68,8 @@ class RoomServices:
             started or ended, a message settled, an inbox item or a reconcile
             pass was handled), so that waiters re-check their predicate.
         turn_durations: where every room records its turns' durations.
+        pacer: the agent-wide pace of bulk drains and idle reconciles (the
+            engine sets one); None lets each room drain on its own timer.
     """
 
     agent_id: str
@@ -82,6 +85,7 @@ class RoomServices:
     on_participant_removed: ParticipantCallback | None = None
     changes: StateChanges = attrs.field(factory=StateChanges)
     turn_durations: TurnDurations = attrs.field(factory=TurnDurations)
+    pacer: RoomPacer | None = None
 
 
 @attrs.frozen

@@ -90,7 +90,9 @@ class FakeRest:
             description="answers",
         )
 
-    async def iter_chats(self) -> AsyncIterator[ChatRoom]:
+    async def iter_chats(
+        self, *, include_participants: bool = False, max_pages: int = 50
+    ) -> AsyncIterator[ChatRoom]:
         await self._call("chats")
         yield ChatRoom(id=ROOM, inserted_at=TS, updated_at=TS)
 

@@ -651,7 +651,11 @@ class RestClientCore:
     # ---------------------------------------------------------- pagination
 
     async def _follow_pages(
-        self, fetch: Callable[[int], Awaitable[Page[T]]], key: Callable[[T], str]
+        self,
+        fetch: Callable[[int], Awaitable[Page[T]]],
+        key: Callable[[T], str],
+        *,
+        max_pages: int = MAX_PAGES,
     ) -> AsyncIterator[T]:
         seen: set[str] = set()
         page_no = 1
@@ -663,7 +667,7 @@ class RestClientCore:
                     seen.add(k)
                     yield item
             total = page.meta.total_pages
-            if not page.items or total is None or page_no >= total or page_no >= MAX_PAGES:
+            if not page.items or total is None or page_no >= total or page_no >= max_pages:
                 return
             page_no += 1
 

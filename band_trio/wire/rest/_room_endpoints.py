@@ -11,7 +11,7 @@ from band_trio.wire.models import (
     Page,
     ParticipantRequest,
 )
-from band_trio.wire.rest._client_core import API_PREFIX, RestClientCore, path_segment
+from band_trio.wire.rest._client_core import API_PREFIX, MAX_PAGES, RestClientCore, path_segment
 
 __all__ = ["RoomEndpoints"]
 
@@ -38,12 +38,23 @@ class RoomEndpoints(RestClientCore):
         return self._page(await self._request("GET", path, params=params), ChatRoom, "GET", path)
 
     def iter_chats(
-        self, *, page_size: int = 100, include_participants: bool = False
+        self,
+        *,
+        page_size: int = 100,
+        include_participants: bool = False,
+        max_pages: int = MAX_PAGES,
     ) -> AsyncIterator[ChatRoom]:
-        """Every room across pages until ``total_pages`` (at most :data:`MAX_PAGES`).
+        """Every room across pages until ``total_pages`` (at most ``max_pages``).
 
         A missing ``total_pages`` stops after the first page, as the official
         SDK does. Rooms are de-duplicated by id (pages can shift while read).
+
+        Args:
+            page_size: rows per page.
+            include_participants: ask for each room's roster (first 100 rows).
+            max_pages: stop after this many pages; the default, :data:`MAX_PAGES`
+                (the official SDK's cap), lists at most 5,000 rooms at 100 a
+                page. An agent in more rooms passes a higher cap.
         """
 
         async def fetch(n: int) -> Page[ChatRoom]:
@@ -51,7 +62,7 @@ class RoomEndpoints(RestClientCore):
                 page=n, page_size=page_size, include_participants=include_participants
             )
 
-        return self._follow_pages(fetch, lambda r: r.id)
+        return self._follow_pages(fetch, lambda r: r.id, max_pages=max_pages)
 
     async def create_chat(
         self, *, title: str | None = None, task_id: str | None = None

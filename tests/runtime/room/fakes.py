@@ -72,7 +72,9 @@ class FakeRest:
         self.status[mid] = "delivered"
         return mid
 
-    async def iter_chats(self) -> AsyncIterator[ChatRoom]:
+    async def iter_chats(
+        self, *, include_participants: bool = False, max_pages: int = 50
+    ) -> AsyncIterator[ChatRoom]:
         for room_id in self.chats:
             await trio.lowlevel.checkpoint()
             yield ChatRoom(id=room_id, inserted_at=TS, updated_at=TS)
@@ -224,7 +226,9 @@ class FakeRestRooms:
     def __init__(self, rooms: list[str]) -> None:
         self.rooms = {room_id: FakeRest() for room_id in rooms}
 
-    async def iter_chats(self) -> AsyncIterator[ChatRoom]:
+    async def iter_chats(
+        self, *, include_participants: bool = False, max_pages: int = 50
+    ) -> AsyncIterator[ChatRoom]:
         for room_id in self.rooms:
             await trio.lowlevel.checkpoint()
             yield ChatRoom(id=room_id, inserted_at=TS, updated_at=TS)

@@ -1,0 +1,149 @@
+"""``RoomPacer``: the agent-wide pace of room reconciles (the Trio shell).
+
+Two sans-io cores decide, this shell carries their decisions out:
+
+* :class:`~band_trio.runtime.drain_queue.DrainQueue` bounds the bulk drains
+  owed at start-up and after a reconnect (``AgentConfig.max_parallel_drains``
+  at once, the most recently active rooms first);
+* :class:`~band_trio.runtime.reconcile_budget.ReconcileBudget` caps the idle
+  reconciles of all rooms together at ``AgentConfig.idle_reconcile_rate`` per
+  second, stalest room first.
+
+Rooms never block on the pacer: they ask, keep serving their inbox, and are
+told by a call (:meth:`PacedRoom.grant_drain`, :meth:`PacedRoom.grant_idle`)
+when their turn comes. The pacer also keeps the reconnect *epoch*: a counter
+bumped on every reconnect, so a room knows whether the drain it ran started
+after the latest reconnect (then a second one is not needed).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol
+
+import trio
+
+from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.drain_queue import DrainQueue
+from band_trio.runtime.reconcile_budget import ReconcileBudget
+
+__all__ = ["PacedRoom", "RoomPacer"]
+
+
+class PacedRoom(Protocol):
+    """What the pacer needs from a room."""
+
+    @property
+    def room_id(self) -> str:
+        """The room."""
+        ...
+
+    def grant_drain(self) -> None:
+        """The room may run its bulk drain now (never blocks)."""
+        ...
+
+    def grant_idle(self) -> None:
+        """The room may run its idle reconcile now (never blocks)."""
+        ...
+
+
+class RoomPacer:
+    """Bounds bulk drains and budgets idle reconciles for all rooms of one agent.
+
+    Args:
+        config: the runtime knobs (``max_parallel_drains``, ``idle_reconcile_rate``).
+    """
+
+    def __init__(self, config: AgentConfig) -> None:
+        self._drains = DrainQueue(config.max_parallel_drains)
+        self._budget = ReconcileBudget(
+            rate=config.idle_reconcile_rate, now=_now_or_zero(), burst=1.0
+        )
+        self._drain_rooms: dict[str, PacedRoom] = {}
+        self._idle_rooms: dict[str, PacedRoom] = {}
+        self._granting: deque[str] = deque()
+        self._in_grant = False
+        self._wake = trio.Event()
+        self.epoch = 0
+        """Bumped on every reconnect (see :meth:`next_epoch`)."""
+
+    @property
+    def budget(self) -> ReconcileBudget:
+        """The idle-reconcile budget (read its counters; do not drive it)."""
+        return self._budget
+
+    @property
+    def drains(self) -> DrainQueue:
+        """The bulk-drain queue (read its state; do not drive it)."""
+        return self._drains
+
+    def next_epoch(self) -> int:
+        """A reconnect happened: every drain from now on counts for it."""
+        self.epoch += 1
+        return self.epoch
+
+    # ------------------------------------------------------------------ bulk drains
+
+    def request_drain(self, room: PacedRoom, last_active: float) -> None:
+        """Queue ``room`` for a bulk drain (granted now or later by ``grant_drain``)."""
+        self._drain_rooms[room.room_id] = room
+        self._grant(self._drains.request(room.room_id, last_active))
+
+    def end_drain(self, room_id: str) -> None:
+        """``room_id`` finished its bulk drain, or no longer needs it."""
+        self._drain_rooms.pop(room_id, None)
+        self._grant(self._drains.release(room_id))
+
+    def _grant(self, granted: list[str]) -> None:
+        # A room may give its place straight back (it is busy with a turn),
+        # which grants the next room: a loop, not a recursion.
+        self._granting.extend(granted)
+        if self._in_grant:
+            return
+        self._in_grant = True
+        try:
+            while self._granting:
+                room = self._drain_rooms.get(self._granting.popleft())
+                if room is not None:
+                    room.grant_drain()
+        finally:
+            self._in_grant = False
+
+    # ------------------------------------------------------------------ idle budget
+
+    def want_idle(self, room: PacedRoom, stale_since: float) -> None:
+        """``room`` is due for an idle reconcile (granted later by ``grant_idle``)."""
+        self._idle_rooms[room.room_id] = room
+        self._budget.want(room.room_id, stale_since)
+        self._wake.set()
+
+    def withdraw_idle(self, room_id: str) -> None:
+        """``room_id`` reconciled for another reason, or left."""
+        self._idle_rooms.pop(room_id, None)
+        self._budget.withdraw(room_id)
+
+    def forget(self, room_id: str) -> None:
+        """``room_id`` stopped being served: drop it from both queues."""
+        self.withdraw_idle(room_id)
+        self.end_drain(room_id)
+
+    async def run(self) -> None:
+        """Hand idle reconciles out at the budget's pace, until cancelled."""
+        while True:
+            now = trio.current_time()
+            room_id = self._budget.grant(now)
+            if room_id is not None:
+                room = self._idle_rooms.pop(room_id, None)
+                if room is not None:
+                    room.grant_idle()
+                continue
+            self._wake = trio.Event()
+            with trio.move_on_at(self._budget.next_grant_at(now)):
+                await self._wake.wait()
+
+
+def _now_or_zero() -> float:
+    try:
+        return trio.current_time()
+    except RuntimeError:
+        return 0.0
