@@ -169,6 +169,15 @@ class ClockHoldingBridge(AsyncioBridge):
     async def aclose(self) -> None:
         await self._holding(super().aclose, _Ball())
 
+    def start_thread(self) -> None:
+        """Start the loop's thread now rather than on the first turn.
+
+        ``Thread.start`` waits until the OS runs the new thread; on a loaded
+        machine that can take longer than the kit's loop-block threshold, and
+        the kit would time it as the adapter's first turn holding the loop.
+        """
+        self._ensure_started()
+
 
 class ConformanceLangGraphAdapter(LangGraphAdapter):
     """Closes its bridge when the agent stops, as with the bridge it creates itself."""
@@ -182,9 +191,9 @@ class ConformanceLangGraphAdapter(LangGraphAdapter):
 
 
 def make_adapter() -> LangGraphAdapter:
-    return ConformanceLangGraphAdapter(
-        model=ScriptedChatModel(default=answer), bridge=ClockHoldingBridge()
-    )
+    bridge = ClockHoldingBridge()
+    bridge.start_thread()
+    return ConformanceLangGraphAdapter(model=ScriptedChatModel(default=answer), bridge=bridge)
 
 
 class TestLangGraphAdapterConformance(AdapterConformance):
