@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import random
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -201,6 +202,10 @@ class Agent:
             in the room after its roster took the event; errors are logged and
             swallowed, a call is cancelled after 10 s.
         on_participant_removed: the same for ``ParticipantRemoved``.
+        rng: where the runtime draws its jitter (each room's first idle
+            reconcile is spread over ``idle_resync_interval`` so rooms do not
+            all check at once). None: a fresh unseeded ``random.Random``. Pass
+            a seeded one in tests for runs that replay exactly.
 
     Raises:
         BandConfigError: a bad runtime, an adapter without the required hooks
@@ -217,6 +222,7 @@ class Agent:
         handle_signals: bool | None = None,
         on_participant_added: ParticipantCallback | None = None,
         on_participant_removed: ParticipantCallback | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if not isinstance(runtime, PlatformRuntime):
             raise BandConfigError("runtime must be a PlatformRuntime")
@@ -238,6 +244,7 @@ class Agent:
         self.contact_config = contact_config
         self.on_participant_added = on_participant_added
         self.on_participant_removed = on_participant_removed
+        self.rng = rng if rng is not None else random.Random()
         self.agent_name: str | None = None
         self.agent_description: str | None = None
         self._engine: AgentEngine | None = None
@@ -444,6 +451,7 @@ class Agent:
                     on_participant_added=self.on_participant_added,
                     on_participant_removed=self.on_participant_removed,
                     changes=self._changes,
+                    rng=self.rng,
                 )
                 engine = AgentEngine(services, link)
                 self._engine = engine

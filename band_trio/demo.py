@@ -40,12 +40,19 @@ class EchoAdapter(SimpleAdapter[HistoryProvider]):
 
     It shows the whole adapter contract: the runtime calls :meth:`on_message`
     once per message, one at a time per room, and the only way anything reaches
-    the room is through ``tools``.
+    the room is through ``tools``. What it says in a room depends only on that
+    room: each room has its own count of messages, forgotten in
+    :meth:`on_cleanup` when the agent leaves the room.
+
+    Attributes:
+        turns: turns taken in every room together.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.turns = 0
+        # One count per room: turns of a room run one at a time, so no lock.
+        self._room_turns: dict[str, int] = {}
 
     async def on_message(
         self,
@@ -60,6 +67,7 @@ class EchoAdapter(SimpleAdapter[HistoryProvider]):
     ) -> None:
         """Answer ``msg`` by echoing it back to its sender."""
         self.turns += 1
+        count = self._room_turns[room_id] = self._room_turns.get(room_id, 0) + 1
         text = msg.content
         # Drop our own @mention at the front of the message.
         words = text.split()
@@ -69,8 +77,12 @@ class EchoAdapter(SimpleAdapter[HistoryProvider]):
         if is_session_bootstrap:
             reply = f"Hi {sender}, I am {self.agent_name}. You said: {text!r}"
         else:
-            reply = f"You said: {text!r} (message {self.turns} in this session)"
+            reply = f"You said: {text!r} (message {count} in this room)"
         await tools.send_message(reply, [msg.sender_id])
+
+    async def on_cleanup(self, room_id: str) -> None:
+        """Forget the room's count of messages."""
+        self._room_turns.pop(room_id, None)
 
 
 _TOKEN = re.compile(r"@\[\[([^\]]+)\]\]")

@@ -35,6 +35,19 @@ class Echo(SimpleAdapter[HistoryProvider]):
         await tools.send_message(f"echo: {msg.content[:50]}", [msg.sender_id])
 
 
+class EchoInNursery(Echo):
+    """A correct adapter that works in a nursery of its own: cancelled, it
+    raises a group of ``Cancelled`` (one per task), which is still honouring it."""
+
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)
+            await tools.send_message(f"echo: {msg.content[:50]}", [msg.sender_id])
+            nursery.cancel_scope.cancel()
+
+
 class SwallowsCancelled(Echo):
     """Catches trio.Cancelled around its work and returns normally."""
 

@@ -27,6 +27,7 @@ from band_trio.testing.conformance import (
 from tests.conformance.broken_adapters import (
     BlocksTheLoop,
     Echo,
+    EchoInNursery,
     LingersAfterCancel,
     RepliesTwice,
     SharedConversation,
@@ -75,6 +76,13 @@ def test_a_timed_out_turn_that_swallows_cancelled_is_caught_too() -> None:
         "returned normally after it was cancelled (timeout)" in m
         for m in messages(failure, "CancellationHonoured")
     )
+
+
+def test_a_group_of_cancelled_from_the_adapters_own_nursery_honours_cancellation() -> None:
+    for scenario in (IN_FLIGHT_INTERRUPTED, Scenario([SlowTool(0, 45.0), Post(0, "work")])):
+        result = replay(EchoInNursery, scenario)
+        (cancelled, *_) = result.trace.turns
+        assert (cancelled.outcome, cancelled.swallowed) == ("cancelled", False)
 
 
 def test_lingering_after_cancellation_breaks_cancellation_honoured() -> None:

@@ -1,20 +1,24 @@
-"""The kit's API: replaying, reading results, custom invariants, profiles, and the
-promise that a run opens no socket."""
+"""The kit's API: replaying, reading results, custom invariants, profiles; the
+promise that a run opens no socket; the runtime's fixed jitter; loop-block timing."""
 
 from __future__ import annotations
 
+import random
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 from band_trio import BandConfigError
+from band_trio.runtime.drain_schedule import DrainSchedule
 from band_trio.testing import conformance
 from band_trio.testing.conformance import (
     CI_PROFILE,
@@ -27,6 +31,7 @@ from band_trio.testing.conformance import (
     NoDoubleAnswerAfterRestart,
     Post,
     Restart,
+    RunOptions,
     Scenario,
     ScenarioResult,
     SerialTurns,
@@ -328,6 +333,25 @@ def test_a_stretch_only_preempted_is_not_a_block() -> None:
     assert trace.blocks == []
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="waits are told apart on Linux only")
+def test_waiting_while_another_thread_of_the_process_works_is_not_a_block() -> None:
+    # 0.3 s pass (by the detector's clock) while the stretch waits for a worker
+    # thread that uses 0.4 s of CPU, as when an adapter's worker thread holds
+    # the interpreter lock: the wait is the other thread's work, not a block.
+    def worker() -> None:
+        end = time.thread_time() + 0.4
+        while time.thread_time() < end:
+            pass
+
+    def wait_for_worker() -> None:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+
+    ticks = iter([0.0, 0.3])
+    assert detector_run(lambda: next(ticks), wait_for_worker).blocks == []
+
+
 def test_a_busy_loop_and_a_sleep_are_blocks() -> None:
     def spin() -> None:
         end = time.thread_time() + 0.3
@@ -337,3 +361,28 @@ def test_a_busy_loop_and_a_sleep_are_blocks() -> None:
     assert [b.room_id for b in detector_run(None, spin).blocks] == ["room"]
     sleep = detector_run(None, lambda: time.sleep(0.3))
     assert [b.room_id for b in sleep.blocks] == ["room"]
+
+
+def test_rooms_draw_their_jitter_from_the_runs_fixed_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every room draws the same jitter, whatever the order the rooms start in:
+    # a scenario replays the same way, alone or with other rooms busy.
+    draws: list[float] = []
+    original = DrainSchedule.__init__
+
+    def recording(self: DrainSchedule, config: Any, rng: random.Random, now: float) -> None:
+        draws.append(rng.random())
+        original(self, config, rng, now)
+
+    monkeypatch.setattr(DrainSchedule, "__init__", recording)
+    run_scenario(Echo, Scenario([Post(0, "a"), Post(2, "b")], rooms=3), RunOptions(jitter=0.25))
+    assert draws == [0.25, 0.25, 0.25]
+    draws.clear()
+    run_scenario(Echo, Scenario([Post(0, "a")], rooms=2), RunOptions(jitter=None))
+    assert len(draws) == 2
+    assert all(0.0 <= d < 1.0 for d in draws)
+
+
+@pytest.mark.parametrize("jitter", [-0.1, 1.0, 2.5])
+def test_the_jitter_option_is_a_fraction(jitter: float) -> None:
+    with pytest.raises(BandConfigError, match="jitter must be in"):
+        RunOptions(jitter=jitter)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import shutil
 import tempfile
 from collections import deque
@@ -84,6 +85,17 @@ def _default_config() -> AgentConfig:
     )
 
 
+class _FixedDraws(random.Random):
+    """A random source whose every draw is the same value."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__(0)
+        self._value = value
+
+    def random(self) -> float:
+        return self._value
+
+
 @attrs.frozen
 class RunOptions:
     """How scenarios are run and judged.
@@ -104,6 +116,11 @@ class RunOptions:
             ``trio.to_thread``) every task is blocked: a wait longer than this
             lets virtual time run ahead, up to a spurious turn timeout. 0 is
             fastest and right for adapters that never use threads.
+        jitter: the runtime's random draws (each room spreads its first idle
+            reconcile over the resync interval) all give this value in
+            ``[0, 1)``, so a scenario replays the same way and a room's timing
+            never depends on how many rooms drew before it (which the
+            room-independence check relies on). None: random, as in production.
     """
 
     config: AgentConfig = attrs.field(factory=_default_config)
@@ -113,6 +130,12 @@ class RunOptions:
     max_replies_per_message: int = 1
     history_validator: Callable[[Any], Sequence[str]] | None = None
     autojump_threshold: float = 0.01
+    jitter: float | None = attrs.field(default=0.5)
+
+    @jitter.validator
+    def _check_jitter(self, _attribute: object, value: float | None) -> None:
+        if value is not None and not 0.0 <= value < 1.0:
+            raise BandConfigError(f"jitter must be in [0, 1) or None; got {value!r}")
 
 
 @attrs.define(eq=False)
@@ -378,7 +401,9 @@ class _AgentRunner:
             on_left=self._on_left,
             delays=world.delays,
         )
-        agent = Agent(runtime, adapter, handle_signals=False)
+        jitter = self.options.jitter
+        rng = random.Random() if jitter is None else _FixedDraws(jitter)
+        agent = Agent(runtime, adapter, handle_signals=False, rng=rng)
         self.agent = agent
         done = trio.Event()
         self.done = done

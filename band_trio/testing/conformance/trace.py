@@ -224,6 +224,12 @@ def _voluntary_switches() -> int:
     return int(resource.getrusage(_RUSAGE_THREAD).ru_nvcsw)
 
 
+def _only_cancelled(group: BaseExceptionGroup[BaseException]) -> bool:
+    """Whether every exception in ``group`` (nested groups too) is ``trio.Cancelled``."""
+    _, rest = group.split(trio.Cancelled)
+    return rest is None
+
+
 class LoopBlockDetector(trio.abc.Instrument):
     """A Trio instrument timing (in real time) the adapter's own synchronous stretches.
 
@@ -237,6 +243,9 @@ class LoopBlockDetector(trio.abc.Instrument):
     blocking socket). On a loaded machine a process can also be preempted for
     that long; a stretch that only lost the CPU that way is not the adapter's
     doing and is not counted (Linux; elsewhere every long stretch counts).
+    Neither is the time other threads of the process ran meanwhile: a
+    stretch waits for the interpreter lock while an adapter's worker thread
+    works, which is not a blocking call of the adapter's own.
 
     Args:
         trace: where blocks are recorded.
@@ -257,12 +266,14 @@ class LoopBlockDetector(trio.abc.Instrument):
         self._measuring: trio.lowlevel.Task | None = None
         self._since = 0.0
         self._cpu_since = 0.0
+        self._process_cpu_since = 0.0
         self._switches_since = 0
 
     def _start(self, task: trio.lowlevel.Task) -> None:
         self._measuring = task
         self._since = self._now()
         self._cpu_since = time.thread_time()
+        self._process_cpu_since = time.process_time()
         self._switches_since = _voluntary_switches()
 
     def _finish(self, task: trio.lowlevel.Task) -> None:
@@ -273,7 +284,12 @@ class LoopBlockDetector(trio.abc.Instrument):
         if took <= self.threshold:
             return
         cpu = time.thread_time() - self._cpu_since
-        blocked = _voluntary_switches() > self._switches_since
+        # CPU the process's other threads used meanwhile: a stretch also waits
+        # while they hold the interpreter lock (an adapter's worker thread at
+        # work, a thread being started, as trio.to_thread does); that wait is
+        # the threads sharing one interpreter, not the adapter blocking.
+        others = max(0.0, time.process_time() - self._process_cpu_since - cpu)
+        blocked = _voluntary_switches() > self._switches_since and took - others > self.threshold
         if cpu > self.threshold or blocked or _RUSAGE_THREAD is None:
             self.trace.blocks.append(Block(took, task.name, self.adapter_tasks.get(task)))
 
@@ -494,6 +510,13 @@ class ObservedAdapter:
                 cancelled = True
                 raise
             except BaseException as exc:
+                if isinstance(exc, BaseExceptionGroup) and _only_cancelled(exc):
+                    # A nursery the adapter opened (its own, or a library's)
+                    # propagates the cancellation of its tasks as a group of
+                    # Cancelled; the turn's cancel scope catches that group
+                    # like a bare Cancelled: the cancellation was honoured.
+                    cancelled = True
+                    raise
                 turn.error = exc
                 # Cancellation is level-triggered: if the turn's scope is
                 # cancelled, this checkpoint raises, so the adapter caught a

@@ -1,0 +1,213 @@
+"""LangGraphAdapter passes the conformance kit, with a scripted chat model.
+
+The model is a function of the conversation it is shown, so it answers the
+same message the same way in every room and every run: for the latest
+message it either replies through ``band_send_message`` (mentioning the
+sender by name), first looks at the room with ``band_get_participants`` and
+then replies, or declines with ``band_no_reply``; once its reply's tool
+result is back it ends the turn with a text (which the adapter never posts).
+
+The graph runs on the adapter's asyncio loop in a worker thread, the Band
+tools on Trio. The kit plays scenarios in virtual time, which jumps ahead
+whenever every Trio task is blocked: while the worker thread computes, they
+all are. So the adapter gets a bridge (:class:`ClockHoldingBridge`) that
+keeps one Trio task busy while the asyncio side has the ball (not while a
+Band tool runs on Trio, which may wait in virtual time): the graph's work
+then takes no virtual time, as a model answering at once would, and the kit
+takes its next step only once the graph has handed control back. Everything
+else of the bridge (the thread, the portal, cancelling and waiting for the
+asyncio task) is the adapter's own.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+import trio
+import trio.lowlevel
+from band_trio_langgraph import (
+    AsyncioBridge,
+    LangChainHistoryConverter,
+    LangGraphAdapter,
+    TrioPortal,
+)
+from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from band_trio.testing.conformance import (
+    AdapterConformance,
+    HistoryConverterConformance,
+    validate_langchain_messages,
+)
+
+_SENDER = re.compile(r"^\[([^\]]+)\]: ")
+
+
+def _latest_request(messages: list[BaseMessage]) -> tuple[HumanMessage | None, list[BaseMessage]]:
+    """The latest human message and what the model did about it since."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, HumanMessage):
+            return message, messages[index + 1 :]
+    return None, []
+
+
+def answer(messages: list[BaseMessage], _tools: list[dict[str, Any]]) -> AIMessage:
+    """The scripted model: one deterministic decision per conversation."""
+    request, since = _latest_request(messages)
+    if request is None:
+        return ai(text="Nothing to answer.")
+    line = request.content if isinstance(request.content, str) else str(request.content)
+    # Tool call ids are unique within a room's thread and the same in every run.
+    ids = f"call_{request.id or len(messages)}_{len(since)}"
+    last = since[-1] if since else None
+    if isinstance(last, ToolMessage) and last.name != "band_get_participants":
+        return ai(text="Done.")
+    sender = _SENDER.match(line)
+    reply = tool_call(
+        "band_send_message",
+        {
+            "content": f"You said {len(line)} characters.",
+            "mentions": [sender.group(1)] if sender else [],
+        },
+        ids,
+    )
+    if isinstance(last, ToolMessage):
+        return ai(reply)  # it looked at the room: now it replies
+    choice = len(line) % 3
+    if choice == 0:
+        return ai(tool_call("band_no_reply", {"reason": "nothing to add"}, ids))
+    if choice == 1:
+        return ai(tool_call("band_get_participants", {}, ids))
+    return ai(reply)
+
+
+T = TypeVar("T")
+
+MAX_HOLD = 10.0
+"""Real seconds the clock is held at most in one go (a graph that never
+hands control back then lets virtual time run, and the kit reports it)."""
+
+
+class _Ball:
+    """Who works now: the asyncio side, or Trio (``in_trio`` Band tool calls)."""
+
+    def __init__(self) -> None:
+        self.in_trio = 0
+        self.trio_done = trio.Event()
+        self.done = False
+
+    async def on_trio(self, afn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        if self.in_trio == 0:
+            self.trio_done = trio.Event()
+        self.in_trio += 1
+        try:
+            return await afn(*args)
+        finally:
+            self.in_trio -= 1
+            if self.in_trio == 0:
+                self.trio_done.set()
+
+    async def hold(self) -> None:
+        # Shielded: while a cancelled turn's graph unwinds, the bridge waits
+        # for it, and that wait must take no virtual time either.
+        with trio.CancelScope(shield=True):
+            deadline = time.monotonic() + MAX_HOLD
+            while not self.done and time.monotonic() < deadline:
+                if self.in_trio:
+                    await self.trio_done.wait()
+                else:
+                    # Runnable, so neither the clock nor the kit sees Trio idle.
+                    await trio.lowlevel.checkpoint()
+
+
+class _CountingPortal(TrioPortal):
+    """The run's portal, telling the ball when a call works on Trio."""
+
+    def __init__(self, portal: TrioPortal, ball: _Ball) -> None:
+        self._inner = portal
+        self._ball = ball
+
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def run(self, afn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        return await self._inner.run(self._ball.on_trio, afn, *args)
+
+
+class ClockHoldingBridge(AsyncioBridge):
+    """An :class:`AsyncioBridge` whose asyncio work takes no virtual time."""
+
+    async def _holding(self, work: Callable[[], Awaitable[T]], ball: _Ball) -> T:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(ball.hold)
+                try:
+                    return await work()
+                finally:
+                    ball.done = True
+        except BaseExceptionGroup as group:
+            # The one error of the work (or its Cancelled), as the bridge raises it.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
+    async def run(self, fn: Callable[[TrioPortal], Coroutine[Any, Any, T]]) -> T:
+        ball = _Ball()
+        return await self._holding(
+            lambda: super(ClockHoldingBridge, self).run(lambda p: fn(_CountingPortal(p, ball))),
+            ball,
+        )
+
+    async def aclose(self) -> None:
+        await self._holding(super().aclose, _Ball())
+
+    def start_thread(self) -> None:
+        """Start the loop's thread now rather than on the first turn.
+
+        ``Thread.start`` waits until the OS runs the new thread; on a loaded
+        machine that can take longer than the kit's loop-block threshold, and
+        the kit would time it as the adapter's first turn holding the loop.
+        """
+        self._ensure_started()
+
+
+class ConformanceLangGraphAdapter(LangGraphAdapter):
+    """Closes its bridge when the agent stops, as with the bridge it creates itself."""
+
+    async def cleanup_all(self) -> None:
+        try:
+            await super().cleanup_all()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.bridge.aclose()
+
+
+def make_adapter() -> LangGraphAdapter:
+    bridge = ClockHoldingBridge()
+    bridge.start_thread()
+    return ConformanceLangGraphAdapter(model=ScriptedChatModel(default=answer), bridge=bridge)
+
+
+class TestLangGraphAdapterConformance(AdapterConformance):
+    # One graph thread per room and a model that depends only on the
+    # conversation: a room's output must not depend on the other rooms.
+    deterministic = True
+    history_validator = validate_langchain_messages
+
+    def make_adapter(self) -> LangGraphAdapter:
+        return make_adapter()
+
+
+class TestLangChainHistoryConverterConformance(HistoryConverterConformance):
+    history_validator = validate_langchain_messages
+
+    def make_converter(self) -> LangChainHistoryConverter:
+        return LangChainHistoryConverter()
