@@ -25,6 +25,11 @@ for its message (:mod:`~band_trio.runtime.settlement`), what a reconcile pass
 concludes (:mod:`~band_trio.runtime.drain`) and when the next one is due
 (:mod:`~band_trio.runtime.drain_schedule`).
 
+Size: this module is longer than most because it is the one place where a
+room's awaits meet (inbox, turn scopes, drains, pacing, roster refresh), and
+serial turns by construction depend on them living in one worker; every
+decision it takes is already in the cores above.
+
 Memory bound: the inbox holds at most ``AgentConfig.inbox_size`` events. When it
 is full the dispatcher does not block and does not drop silently: the room is
 marked "needs resync", the overflow is counted in :meth:`Room.statistics`, and
