@@ -394,9 +394,11 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         )
 
     async def on_started(self, agent_name: str, agent_description: str) -> None:
-        """Store the identity and render the system prompt (features are final by now)."""
+        """Store the identity, render the system prompt (features are final by
+        now) and start the bridge's thread, so that no turn waits for it."""
         await super().on_started(agent_name, agent_description)
         self._system_prompt = self._render_prompt()
+        await self.bridge.start()
 
     async def on_cleanup(self, room_id: str) -> None:
         """Forget the room's compiled graph. Its checkpointer thread is kept:

@@ -18,7 +18,9 @@ Guarantees:
 
 * Exceptions keep their type in both directions: what the coroutine raises is
   re-raised in Trio as the same object; what a Trio function called through
-  the portal raises is raised in asyncio as the same object.
+  the portal raises is raised in asyncio as the same object. The nursery the
+  portal's calls run in never shows: a cancelled run raises ``trio.Cancelled``
+  and a failure raises the one error, never an ``ExceptionGroup``.
 * Cancelling the Trio caller cancels the asyncio task and waits for it to end,
   at most ``cancel_grace`` seconds. A task that ignores cancellation is then
   abandoned: logged, counted (:meth:`AsyncioBridge.statistics`), its portal
@@ -41,7 +43,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, NoReturn, TypeVar, cast
 
 import attrs
 import outcome
@@ -126,6 +128,34 @@ def _task_factory(
     if run is not None:
         run.children.add(task)
     return task
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _raise_one(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """Raise the one error of a nursery's group, else the group itself.
+
+    Cancellations do not count when there is another error (the cancel scope
+    that fired stays cancelled); a group of nothing but cancellations is
+    raised as its first ``trio.Cancelled``, which the scope that fired
+    catches. The error is raised as the same object, its ``__cause__`` and
+    ``__context__`` as they were.
+    """
+    leaves = _leaves(group)
+    real = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+    if len(real) > 1:
+        raise group
+    error = real[0] if real else leaves[0]
+    context = error.__context__
+    try:
+        raise error
+    finally:
+        error.__context__ = context
+        del error
 
 
 def _notify(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> None:
@@ -278,10 +308,12 @@ class _Run:
 class AsyncioBridge:
     """One asyncio event loop in a worker thread, shared by an agent's rooms.
 
-    The thread starts on the first :meth:`run` and stops in :meth:`aclose`;
-    use the bridge as an async context manager, or let the adapter that owns
-    it close it (``LangGraphAdapter.cleanup_all`` does, when the agent stops).
-    After :meth:`aclose` the next :meth:`run` starts a new thread.
+    The thread starts in :meth:`start` (or the first :meth:`run`, if it was
+    not called), without blocking Trio, and stops in :meth:`aclose`; use the
+    bridge as an async context manager, or let the adapter that owns it start
+    and close it (``LangGraphAdapter`` starts it in ``on_started`` and closes
+    it in ``cleanup_all``). After :meth:`aclose` the next :meth:`start` or
+    :meth:`run` starts a new thread.
 
     Args:
         cancel_grace: seconds a cancelled task gets to unwind before it is
@@ -309,8 +341,8 @@ class AsyncioBridge:
         self._stuck_threads = 0
         self._left_at_close = 0
         self._lock = threading.Lock()
-        # thread -> what it calls once its loop is closed (set by aclose)
-        self._on_thread_exit: dict[threading.Thread, Callable[[], None]] = {}
+        # Set while a task starts the thread (see _running_loop).
+        self._starting: trio.Event | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(thread_running={self._thread_alive()})"
@@ -353,10 +385,36 @@ class AsyncioBridge:
 
     # ------------------------------------------------------------------ the loop
 
-    def _ensure_started(self) -> asyncio.AbstractEventLoop:
-        if self._closing:
-            raise BridgeClosedError("the asyncio bridge is closing")
-        if self._loop is None:
+    async def start(self) -> None:
+        """Start the worker thread and its loop now, if not running already.
+
+        The thread is started from a Trio worker thread: ``Thread.start``
+        waits until the OS has scheduled the new thread, which would block the
+        Trio loop for that long. :meth:`run` starts it when needed; calling
+        this first (``LangGraphAdapter.on_started`` does) keeps that wait out
+        of the first turn. Idempotent.
+
+        Raises:
+            BridgeClosedError: the bridge is closing.
+            RuntimeError: the OS refused a new thread.
+
+        Cancellation:
+            Once the thread is being started, this waits for it (a fraction of
+            a millisecond normally) even when cancelled.
+        """
+        await self._running_loop()
+
+    async def _running_loop(self) -> asyncio.AbstractEventLoop:
+        while True:
+            if self._closing:
+                raise BridgeClosedError("the asyncio bridge is closing")
+            starting = self._starting
+            if starting is not None:
+                # Another task is starting the thread: its outcome decides.
+                await starting.wait()
+                continue
+            if self._loop is not None:
+                return self._loop
             # Not asyncio.new_event_loop(): a library (trio-asyncio) may
             # replace the policy so that it refuses to run inside Trio.
             loop = _LOOP_FACTORY()
@@ -364,9 +422,17 @@ class AsyncioBridge:
             thread = threading.Thread(
                 target=self._thread_main, args=(loop,), name=self._thread_name, daemon=True
             )
-            self._loop, self._thread = loop, thread
-            thread.start()
-        return self._loop
+            self._starting = starting = trio.Event()
+            try:
+                await trio.to_thread.run_sync(thread.start)
+            except BaseException:
+                loop.close()
+                raise
+            else:
+                self._loop, self._thread = loop, thread
+            finally:
+                self._starting = None
+                starting.set()
 
     def _thread_main(self, loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
@@ -383,9 +449,6 @@ class AsyncioBridge:
                 except Exception:
                     logger.warning("asyncio bridge: async generators did not close", exc_info=True)
             loop.close()
-            on_exit = self._on_thread_exit.get(threading.current_thread())
-            if on_exit is not None:
-                on_exit()
 
     # ------------------------------------------------------------------ runs
 
@@ -398,6 +461,7 @@ class AsyncioBridge:
         Raises:
             BridgeClosedError: the bridge is closing.
             AsyncioTaskCancelledError: the task was cancelled by asyncio code.
+            RuntimeError: the thread was not running and the OS refused a new one.
             Exception: whatever the coroutine raised, the same object.
 
         Cancellation:
@@ -405,8 +469,9 @@ class AsyncioBridge:
             end, at most ``cancel_grace`` seconds (shielded); a task still
             running then is abandoned (logged, counted) and its portal closed.
             Trio calls it made through the portal are cancelled with the caller.
+            The caller then sees ``trio.Cancelled`` itself, not in a group.
         """
-        loop = self._ensure_started()
+        loop = await self._running_loop()
         run = _Run(trio.lowlevel.current_trio_token())
         self._runs += 1
         self._running += 1
@@ -432,6 +497,10 @@ class AsyncioBridge:
                             )
                     portal.close()
                     nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The nursery is this method's own business: its caller sees the
+            # one error (or Cancelled), never a group.
+            _raise_one(group)
         finally:
             self._running -= 1
         assert run.result is not None
@@ -503,26 +572,30 @@ class AsyncioBridge:
         """Cancel every task, stop the loop and join the thread.
 
         Waits at most ``cancel_grace`` seconds for tasks to end (those still
-        running are abandoned), then about one more second for the thread.
-        Idempotent; the bridge can be used again afterwards (a new thread).
+        running are abandoned), then about one more second for the thread;
+        real seconds, even under a virtual test clock. Idempotent; the bridge
+        can be used again afterwards (a new thread).
 
         Cancellation:
             Waiting is cancellable; the thread then stops on its own.
         """
+        starting = self._starting
+        if starting is not None:
+            await starting.wait()  # a thread being started is stopped too
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
         self._closing = True
         try:
-            stopped = trio.Event()
-            token = trio.lowlevel.current_trio_token()
-            self._on_thread_exit[thread] = lambda: _notify(token, stopped.set)
             _call_in_loop(loop, self._begin_shutdown, loop)
-            with trio.move_on_after(self.cancel_grace + 2.0):
-                await stopped.wait()
-            if stopped.is_set():
-                # The loop has closed; the thread is returning.
-                thread.join(timeout=1.0)
+            # A real-time join in a worker thread: the thread works in real
+            # time, so a Trio timeout (virtual under a test clock, which jumps
+            # while Trio waits) would misjudge a thread still draining as
+            # stuck. The drain takes at most the grace, closing the loop's
+            # async generators at most one more second.
+            await trio.to_thread.run_sync(
+                thread.join, self.cancel_grace + 3.0, abandon_on_cancel=True
+            )
             if thread.is_alive():
                 self._stuck_threads += 1
                 logger.error(
@@ -530,7 +603,6 @@ class AsyncioBridge:
                     "without yielding; leaving it (daemon thread)"
                 )
         finally:
-            self._on_thread_exit.pop(thread, None)
             self._loop = self._thread = None
             self._closing = False
 

@@ -272,3 +272,187 @@ async def test_cancelled_before_the_task_starts() -> None:
             assert bridge.statistics().abandoned == 0
     # Either never started or started and ended: nothing is left running.
     assert bridge_threads() == []
+
+
+class Abort(BaseException):
+    """Not an ``Exception``: the portal passes it through to Trio's nursery."""
+
+
+async def test_a_cancelled_run_raises_cancelled_not_a_group() -> None:
+    caught: list[BaseException] = []
+
+    with trio.fail_after(10):
+        async with AsyncioBridge() as bridge:
+            with trio.CancelScope() as scope:
+
+                async def trio_side() -> None:
+                    # The turn is cancelled while this Trio call is in flight:
+                    # the run's wait and the call are both cancelled.
+                    scope.cancel()
+                    await trio.sleep_forever()
+
+                async def body(portal: TrioPortal) -> None:
+                    await portal.run(trio_side)
+
+                try:
+                    await bridge.run(body)
+                except BaseException as exc:
+                    caught.append(exc)
+                    raise
+    assert scope.cancelled_caught
+    assert [type(e) for e in caught] == [trio.Cancelled]
+
+
+async def test_a_run_cut_by_a_deadline_raises_cancelled_not_a_group() -> None:
+    caught: list[BaseException] = []
+
+    async def body(_portal: TrioPortal) -> None:
+        await asyncio.sleep(3600)
+
+    with trio.fail_after(10):
+        async with AsyncioBridge() as bridge:
+            with trio.move_on_after(0.05) as scope:
+                try:
+                    await bridge.run(body)
+                except BaseException as exc:
+                    caught.append(exc)
+                    raise
+    assert scope.cancelled_caught
+    assert [type(e) for e in caught] == [trio.Cancelled]
+
+
+async def test_an_error_of_the_graph_with_trio_calls_in_flight_arrives_as_itself() -> None:
+    entered = trio.Event()
+    cause = KeyError("the graph's own cause")
+    raised = GraphError("while a Trio call runs")
+
+    async def trio_side() -> None:
+        entered.set()
+        await trio.sleep_forever()
+
+    async def mark_and_wait() -> None:
+        await entered.wait()
+
+    async def body(portal: TrioPortal) -> None:
+        pending = asyncio.ensure_future(portal.run(trio_side))
+        await portal.run(mark_and_wait)
+        pending.cancel()
+        raise raised from cause
+
+    with trio.fail_after(10):
+        async with AsyncioBridge() as bridge:
+            with pytest.raises(GraphError) as info:
+                await bridge.run(body)
+    assert info.value is raised
+    assert info.value.__cause__ is cause
+
+
+async def test_a_base_exception_of_a_trio_call_arrives_as_itself_not_a_group() -> None:
+    raised = Abort("from a Trio call")
+    asyncio_saw: list[str] = []
+
+    async def trio_side() -> None:
+        await trio.lowlevel.checkpoint()
+        raise raised
+
+    async def body(portal: TrioPortal) -> None:
+        try:
+            await portal.run(trio_side)
+        except asyncio.CancelledError:
+            asyncio_saw.append("cancelled")
+            raise
+
+    with trio.fail_after(10):
+        async with AsyncioBridge() as bridge:
+            with pytest.raises(Abort) as info:
+                await bridge.run(body)
+            assert bridge.statistics().abandoned == 0
+    assert info.value is raised
+    assert asyncio_saw == ["cancelled"]
+
+
+@pytest.fixture
+def thread_starts(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """The threads that called ``Thread.start`` for a bridge thread, in order."""
+    callers: list[threading.Thread] = []
+    original = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if self.name.startswith("band-trio-asyncio"):
+            callers.append(threading.current_thread())
+        original(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    return callers
+
+
+async def test_start_runs_the_thread_before_any_run_without_blocking_trio(
+    thread_starts: list[threading.Thread],
+) -> None:
+    trio_thread = threading.current_thread()
+    bridge = AsyncioBridge()
+    with trio.fail_after(10):
+        async with bridge:
+            assert bridge_threads() == []
+            await bridge.start()
+            (thread,) = bridge_threads()
+            assert bridge.statistics().thread_running
+            await bridge.start()  # idempotent
+            assert await bridge.run(_answer) == 42
+            assert bridge_threads() == [thread]
+    assert bridge_threads() == []
+    assert len(thread_starts) == 1
+    assert thread_starts[0] is not trio_thread
+
+
+async def test_concurrent_first_runs_start_one_thread_off_the_trio_thread(
+    thread_starts: list[threading.Thread],
+) -> None:
+    trio_thread = threading.current_thread()
+    results: list[int] = []
+
+    async def answer(bridge: AsyncioBridge) -> None:
+        results.append(await bridge.run(_answer))
+
+    with trio.fail_after(10):
+        async with AsyncioBridge() as bridge:
+            async with trio.open_nursery() as nursery:
+                for _ in range(3):
+                    nursery.start_soon(answer, bridge)
+            assert len(bridge_threads()) == 1
+    assert results == [42, 42, 42]
+    assert len(thread_starts) == 1
+    assert thread_starts[0] is not trio_thread
+
+
+async def test_closing_under_a_virtual_clock_waits_for_the_thread_in_real_time(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A task on the loop takes real time to unwind at close. The virtual
+    # clock jumps whenever Trio waits; the wait for the thread must not.
+    unwinding = threading.Event()
+    tasks: list[asyncio.Task[None]] = []
+
+    async def slow_to_unwind() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            unwinding.set()
+            await asyncio.sleep(0.3)
+            raise
+
+    async def body(_portal: TrioPortal) -> None:
+        # Not the run's task: it outlives the run, until the bridge closes.
+        loop = asyncio.get_running_loop()
+        tasks.append(loop.create_task(slow_to_unwind(), context=contextvars.Context()))
+        await asyncio.sleep(0)
+
+    bridge = AsyncioBridge()
+    await bridge.run(body)
+    await bridge.aclose()
+    assert unwinding.is_set()
+    assert tasks[0].cancelled()
+    assert bridge_threads() == []
+    stats = bridge.statistics()
+    assert (stats.stuck_threads, stats.left_at_close) == (0, 0)
+    assert "did not stop" not in caplog.text

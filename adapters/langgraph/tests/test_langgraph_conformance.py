@@ -169,15 +169,6 @@ class ClockHoldingBridge(AsyncioBridge):
     async def aclose(self) -> None:
         await self._holding(super().aclose, _Ball())
 
-    def start_thread(self) -> None:
-        """Start the loop's thread now rather than on the first turn.
-
-        ``Thread.start`` waits until the OS runs the new thread; on a loaded
-        machine that can take longer than the kit's loop-block threshold, and
-        the kit would time it as the adapter's first turn holding the loop.
-        """
-        self._ensure_started()
-
 
 class ConformanceLangGraphAdapter(LangGraphAdapter):
     """Closes its bridge when the agent stops, as with the bridge it creates itself."""
@@ -191,9 +182,12 @@ class ConformanceLangGraphAdapter(LangGraphAdapter):
 
 
 def make_adapter() -> LangGraphAdapter:
-    bridge = ClockHoldingBridge()
-    bridge.start_thread()
-    return ConformanceLangGraphAdapter(model=ScriptedChatModel(default=answer), bridge=bridge)
+    # No thread is started here: the adapter starts it in on_started, off the
+    # Trio loop, so no turn (and no loop-block measurement of the kit) waits
+    # for the OS to schedule it.
+    return ConformanceLangGraphAdapter(
+        model=ScriptedChatModel(default=answer), bridge=ClockHoldingBridge()
+    )
 
 
 class TestLangGraphAdapterConformance(AdapterConformance):

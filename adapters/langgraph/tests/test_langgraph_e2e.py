@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
+import pytest
 import trio
 from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
 from band_trio_langgraph._core_names import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
@@ -184,4 +186,44 @@ async def test_two_rooms_run_their_graphs_concurrently(band_platform: LocalPlatf
             assert len(bridge_threads()) == 1
             assert adapter.statistics().compilations == 2
     assert len(one.from_agent("text")) == len(two.from_agent("text")) == 1
+    assert bridge_threads() == []
+
+
+async def test_the_bridge_thread_starts_in_on_started_not_in_the_first_turn(
+    band_platform: LocalPlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    phase = ["created"]
+    starts: list[tuple[str, threading.Thread]] = []
+    thread_at_first_turn: list[bool] = []
+    original = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if self.name.startswith("band-trio-asyncio"):
+            starts.append((phase[0], threading.current_thread()))
+        original(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+
+    class PhaseAdapter(LangGraphAdapter):
+        async def on_started(self, agent_name: str, agent_description: str) -> None:
+            phase[0] = "on_started"
+            await super().on_started(agent_name, agent_description)
+            phase[0] = "serving"
+
+        async def on_message(self, *args: Any, **kwargs: Any) -> None:
+            if not thread_at_first_turn:
+                thread_at_first_turn.append(self.bridge.statistics().thread_running)
+            await super().on_message(*args, **kwargs)
+
+    model = ScriptedChatModel([ai(tool_call("band_no_reply", {}, "n1"))])
+    adapter = PhaseAdapter(model=model)
+    trio_thread = threading.current_thread()
+    with trio.fail_after(30):
+        async with agent_in_rooms(band_platform, adapter) as (room,):
+            assert len(bridge_threads()) == 1
+            posted = await room.post("hello")
+            await band_platform.wait_for(lambda: room.status(posted) == "processed")
+    assert thread_at_first_turn == [True]
+    assert [p for p, _ in starts] == ["on_started"]
+    assert starts[0][1] is not trio_thread
     assert bridge_threads() == []
