@@ -416,47 +416,49 @@ class Agent:
                     )
                 _prune_adapter_features(self.adapter, unserved)
                 await self.adapter.on_started(me.name, me.description or "")
-                link = runtime.make_link()
-                self._link = link
-                agent_id = runtime.agent_id
-                contacts: ContactEventHandler | None = None
-
-                def hub_room_id() -> str | None:
-                    return contacts.hub_room_id if contacts is not None else None
-
-                def make_tools(
-                    room_id: str, participants: Sequence[ChatParticipant], hooks: TurnHooks
-                ) -> AgentToolsProtocol:
-                    return AgentTools(
-                        rest=rest,
-                        room_id=room_id,
-                        agent_id=agent_id,
-                        participants=participants,
-                        hooks=hooks,
-                        hub_room_id=hub_room_id(),
-                        unserved=unserved,
-                    )
-
-                self._rest = rest
-                services = RoomServices(
-                    turn_durations=self._turn_durations,
-                    agent_id=agent_id,
-                    rest=rest,
-                    ledger=ledger,
-                    adapter=self.adapter,
-                    preprocessor=self.preprocessor,
-                    config=cfg,
-                    make_tools=make_tools,
-                    hub_room_id=hub_room_id,
-                    on_participant_added=self.on_participant_added,
-                    on_participant_removed=self.on_participant_removed,
-                    changes=self._changes,
-                    rng=self.rng,
-                )
-                engine = AgentEngine(services, link)
-                self._engine = engine
-                send, recv = trio.open_memory_channel[Any](_LINK_BUFFER)
+                # From here on the adapter has started: cleanup_all runs whatever
+                # fails next (building the link or the engine included).
                 try:
+                    link = runtime.make_link()
+                    self._link = link
+                    agent_id = runtime.agent_id
+                    contacts: ContactEventHandler | None = None
+
+                    def hub_room_id() -> str | None:
+                        return contacts.hub_room_id if contacts is not None else None
+
+                    def make_tools(
+                        room_id: str, participants: Sequence[ChatParticipant], hooks: TurnHooks
+                    ) -> AgentToolsProtocol:
+                        return AgentTools(
+                            rest=rest,
+                            room_id=room_id,
+                            agent_id=agent_id,
+                            participants=participants,
+                            hooks=hooks,
+                            hub_room_id=hub_room_id(),
+                            unserved=unserved,
+                        )
+
+                    self._rest = rest
+                    services = RoomServices(
+                        turn_durations=self._turn_durations,
+                        agent_id=agent_id,
+                        rest=rest,
+                        ledger=ledger,
+                        adapter=self.adapter,
+                        preprocessor=self.preprocessor,
+                        config=cfg,
+                        make_tools=make_tools,
+                        hub_room_id=hub_room_id,
+                        on_participant_added=self.on_participant_added,
+                        on_participant_removed=self.on_participant_removed,
+                        changes=self._changes,
+                        rng=self.rng,
+                    )
+                    engine = AgentEngine(services, link)
+                    self._engine = engine
+                    send, recv = trio.open_memory_channel[Any](_LINK_BUFFER)
                     async with trio.open_nursery() as root:
                         await root.start(link.serve, send)
                         await root.start(engine.serve, recv)

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -286,3 +287,26 @@ async def test_an_error_leaving_open_agent_cancels_the_turn_at_once(
         status = await _open_agent_with_a_running_turn(band_platform, adapter, fail=True)
     assert adapter.cancelled == 1
     assert "processing" in status
+
+
+class _LinkFailsRuntime(FakeRuntime):
+    def make_link(self) -> Any:
+        raise OSError("no link today")
+
+
+async def test_cleanup_all_runs_when_start_up_fails_after_on_started(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """Once the adapter started, it is cleaned up whatever fails next (here
+    building the link), so an adapter's own resources (a thread, a client)
+    never outlive ``serve``."""
+    platform = FakePlatform()
+    adapter = SlowAdapter()
+    agent = Agent(
+        _LinkFailsRuntime(platform, AgentConfig(state_dir=tmp_path)),
+        adapter,
+        handle_signals=False,
+    )
+    with pytest.raises(OSError, match="no link today"):
+        await agent.serve()
+    assert adapter.cleanup_all_calls == 1
