@@ -10,6 +10,7 @@ reconciles of all rooms stay under one agent-wide rate.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import random
@@ -225,6 +226,20 @@ def make_engine(rest: ManyRooms, link: InstantLink, **config: Any) -> AgentEngin
     return AgentEngine(services, link)
 
 
+@contextlib.asynccontextmanager
+async def serving_engine(
+    rest: ManyRooms, *, link: InstantLink | None = None, **config: Any
+) -> AsyncIterator[AgentEngine]:
+    """An engine over ``rest`` and ``link`` (a new instant one when None),
+    serving for the block."""
+    engine = make_engine(rest, link if link is not None else InstantLink(), **config)
+    send, recv = trio.open_memory_channel[Any](10)
+    async with send, trio.open_nursery() as nursery:
+        await nursery.start(engine.serve, recv)
+        yield engine
+        nursery.cancel_scope.cancel()
+
+
 def rooms(n: int) -> list[str]:
     return [f"r{i:04d}" for i in range(n)]
 
@@ -234,11 +249,7 @@ async def test_start_up_costs_one_listing_and_one_next_per_room(
 ) -> None:
     ids = rooms(250)
     rest = ManyRooms(ids)
-    link = InstantLink()
-    engine = make_engine(rest, link, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, **QUIET) as engine:
         await trio.sleep(60)
         assert set(engine.serving_rooms()) == set(ids)
         assert rest.calls["chats"] == math.ceil(len(ids) / PAGE)
@@ -246,7 +257,6 @@ async def test_start_up_costs_one_listing_and_one_next_per_room(
         assert rest.calls["participants"] == 0
         per_room = sum(rest.calls.values()) / len(ids)
         assert per_room <= 1.1
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_truncated_roster_is_read_only_before_the_rooms_first_turn(
@@ -258,17 +268,12 @@ async def test_a_truncated_roster_is_read_only_before_the_rooms_first_turn(
     rest.members["r0000"] = [*crowd, _participant(AGENT, "Agent")]
     rest.members["r0001"] = [*crowd, _participant(AGENT, "Agent")]
     waiting = rest.add("r0000")
-    link = InstantLink()
-    engine = make_engine(rest, link, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, **QUIET):
         await trio.sleep(60)
         assert rest.status[waiting.id] == "processed"
         # r0000 ran a turn: its cut roster was read in full, once. r0001 has
         # the same cut roster but ran no turn: not read. The others were complete.
         assert rest.participant_reads == Counter({"r0000": 1})
-        nursery.cancel_scope.cancel()
 
 
 async def test_drains_are_bounded_and_pipelined_with_joins(
@@ -276,17 +281,12 @@ async def test_drains_are_bounded_and_pipelined_with_joins(
 ) -> None:
     ids = rooms(40)
     rest = ManyRooms(ids, next_delay=1.0)
-    link = InstantLink()
-    engine = make_engine(rest, link, max_parallel_drains=5, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, max_parallel_drains=5, **QUIET):
         await trio.sleep(60)
         assert rest.next_max_active == 5
         assert rest.next_per_room() == Counter({r: 1 for r in ids})
         # 40 drains of 1 s, 5 at a time: 8 s, not 40 s and not all at once.
         assert max(t for t, _ in rest.next_log) - min(t for t, _ in rest.next_log) == 7
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_reconnect_costs_one_listing_and_one_next_per_room(
@@ -294,11 +294,7 @@ async def test_a_reconnect_costs_one_listing_and_one_next_per_room(
 ) -> None:
     ids = rooms(250)
     rest = ManyRooms(ids)
-    link = InstantLink()
-    engine = make_engine(rest, link, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, **QUIET) as engine:
         await trio.sleep(60)
         rest.reset()
         engine.on_reconnected()
@@ -307,7 +303,6 @@ async def test_a_reconnect_costs_one_listing_and_one_next_per_room(
         assert rest.next_per_room() == Counter({r: 1 for r in ids})
         assert rest.calls["participants"] == 0
         assert sum(rest.calls.values()) / len(ids) <= 1.1
-        nursery.cancel_scope.cancel()
 
 
 async def test_reconnects_before_a_drain_runs_are_merged(
@@ -315,11 +310,7 @@ async def test_reconnects_before_a_drain_runs_are_merged(
 ) -> None:
     ids = rooms(30)
     rest = ManyRooms(ids, next_delay=1.0)
-    link = InstantLink()
-    engine = make_engine(rest, link, max_parallel_drains=3, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, max_parallel_drains=3, **QUIET) as engine:
         await trio.sleep(60)
         rest.reset()
         engine.on_reconnected()
@@ -330,7 +321,6 @@ async def test_reconnects_before_a_drain_runs_are_merged(
         # The rooms still waiting drain once for both reconnects; the three
         # whose /next was already in flight at the second one drain again.
         assert sorted(per_room.values()) == [1] * 27 + [2] * 3
-        nursery.cancel_scope.cancel()
 
 
 async def test_recently_active_rooms_drain_first_after_a_reconnect(
@@ -338,11 +328,7 @@ async def test_recently_active_rooms_drain_first_after_a_reconnect(
 ) -> None:
     ids = rooms(12)
     rest = ManyRooms(ids)
-    link = InstantLink()
-    engine = make_engine(rest, link, max_parallel_drains=1, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, max_parallel_drains=1, **QUIET) as engine:
         await trio.sleep(60)
         # Pushes reach three rooms, oldest first: r0007, then r0003, then r0010.
         for room_id in ("r0007", "r0003", "r0010"):
@@ -358,7 +344,6 @@ async def test_recently_active_rooms_drain_first_after_a_reconnect(
         order = [room for _, room in rest.next_log]
         assert order[:3] == ["r0010", "r0003", "r0007"]
         assert sorted(order) == ids
-        nursery.cancel_scope.cancel()
 
 
 async def test_messages_missed_while_down_are_answered_by_the_reconnect_drain(
@@ -366,17 +351,12 @@ async def test_messages_missed_while_down_are_answered_by_the_reconnect_drain(
 ) -> None:
     ids = rooms(20)
     rest = ManyRooms(ids)
-    link = InstantLink()
-    engine = make_engine(rest, link, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, **QUIET) as engine:
         await trio.sleep(60)
         missed = [rest.add(r) for r in ("r0002", "r0015")]  # no push: the socket is down
         engine.on_reconnected()
         await trio.sleep(10)
         assert all(rest.status[m.id] == "processed" for m in missed)
-        nursery.cancel_scope.cancel()
 
 
 async def test_rooms_added_or_removed_while_down_are_joined_or_left(
@@ -385,10 +365,7 @@ async def test_rooms_added_or_removed_while_down_are_joined_or_left(
     ids = rooms(5)
     rest = ManyRooms(ids)
     link = InstantLink()
-    engine = make_engine(rest, link, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, link=link, **QUIET) as engine:
         await trio.sleep(60)
         rest.rooms.remove("r0001")
         rest.rooms.append("new")
@@ -404,7 +381,6 @@ async def test_rooms_added_or_removed_while_down_are_joined_or_left(
         assert rest.status[waiting.id] == "processed"
         # The new room's roster came with the listing.
         assert rest.calls["participants"] == 0
-        nursery.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize(("n", "rate"), [(200, 2.0), (30, 4.0)])
@@ -413,18 +389,13 @@ async def test_idle_reconciles_stay_under_the_ceiling_and_reach_every_room(
 ) -> None:
     ids = rooms(n)
     rest = ManyRooms(ids)
-    link = InstantLink()
     base, ceiling = 10.0, 20.0
-    engine = make_engine(
+    async with serving_engine(
         rest,
-        link,
         idle_resync_interval=base,
         idle_resync_max_interval=ceiling,
         idle_reconcile_rate=rate,
-    )
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    ):
         await trio.sleep(30)  # the start-up drains are done
         rest.reset()
         start = trio.current_time()
@@ -442,7 +413,6 @@ async def test_idle_reconciles_stay_under_the_ceiling_and_reach_every_room(
         for room_id in ids:
             seen = [start, *(t for t, r in rest.next_log if r == room_id), end]
             assert max(b - a for a, b in itertools.pairwise(seen)) <= bound
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_missed_push_is_noticed_within_the_bound_without_a_reconnect(
@@ -451,17 +421,12 @@ async def test_a_missed_push_is_noticed_within_the_bound_without_a_reconnect(
     n, rate, ceiling = 100, 2.0, 20.0
     ids = rooms(n)
     rest = ManyRooms(ids)
-    link = InstantLink()
-    engine = make_engine(
+    async with serving_engine(
         rest,
-        link,
         idle_resync_interval=10.0,
         idle_resync_max_interval=ceiling,
         idle_reconcile_rate=rate,
-    )
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    ) as engine:
         await trio.sleep(30)
         missed = rest.add("r0042")  # no push at all
         posted_at = trio.current_time()
@@ -471,7 +436,6 @@ async def test_a_missed_push_is_noticed_within_the_bound_without_a_reconnect(
         assert trio.current_time() - posted_at == bound
         assert rest.status[missed.id] == "processed"
         assert engine.statistics().reconnects == 0
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_room_busy_with_a_turn_does_not_hold_a_drain_place(
@@ -522,12 +486,7 @@ async def test_an_agent_in_more_than_fifty_pages_of_rooms_serves_them_all(
     does not apply to the agent's own room listing."""
     ids = rooms(50 * PAGE + 150)
     rest = ManyRooms(ids)
-    link = InstantLink()
-    engine = make_engine(rest, link, **QUIET)
-    send, recv = trio.open_memory_channel[Any](10)
-    async with send, trio.open_nursery() as nursery:
-        await nursery.start(engine.serve, recv)
+    async with serving_engine(rest, **QUIET) as engine:
         await trio.sleep(60)
         assert len(engine.serving_rooms()) == len(ids)
         assert rest.calls["chats"] == 52
-        nursery.cancel_scope.cancel()
