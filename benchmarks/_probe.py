@@ -1,7 +1,7 @@
 """Connection accounting for an in-process :class:`~band_trio.local.LocalPlatform`.
 
-The platform serves with Hypercorn's Trio worker, which runs one
-``TCPServer`` per accepted TCP connection. :func:`install` swaps that class for
+The platform runs one Hypercorn ``TCPServer`` per accepted TCP connection
+(``band_trio.local.connections`` starts them). :func:`install` swaps that class for
 a subclass that tells a :class:`ConnectionProbe` when a connection opens and
 closes, and which principal (by API key) it carries: a connection belongs to
 the principal of its first request (``x-api-key`` header of an HTTP request or
@@ -29,6 +29,8 @@ from typing import Any
 import attrs
 import hypercorn.trio.run as hypercorn_run
 from hypercorn.trio.tcp_server import TCPServer
+
+import band_trio.local.connections as local_connections
 
 __all__ = ["ConnectionProbe", "PrincipalConnections", "install"]
 
@@ -167,10 +169,13 @@ def install(probe: ConnectionProbe) -> Iterator[ConnectionProbe]:
     """Count the connections of Hypercorn servers started inside the block."""
     global _active
     original = hypercorn_run.TCPServer  # type: ignore[attr-defined]
+    original_local = local_connections.TCPServer  # type: ignore[attr-defined]
     hypercorn_run.TCPServer = _CountingTCPServer  # type: ignore[attr-defined,assignment]
+    local_connections.TCPServer = _CountingTCPServer  # type: ignore[attr-defined,assignment]
     _active = probe
     try:
         yield probe
     finally:
         hypercorn_run.TCPServer = original  # type: ignore[attr-defined]
+        local_connections.TCPServer = original_local  # type: ignore[attr-defined]
         _active = None
