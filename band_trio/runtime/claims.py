@@ -413,6 +413,7 @@ class ClaimsState:
         if not digests:
             del self._intents[key]
         self._note(Change.INTENT_DROPPED, room_id, message_id, digest)
+        self._room_active(room_id)  # may no longer owe work: the bound applies
 
     def reply_intents(self, room_id: str, message_id: str) -> tuple[str, ...]:
         """Digests of replies to the message whose post had no known outcome."""
@@ -422,6 +423,7 @@ class ClaimsState:
         """Forget every open intent of the message (they were looked up)."""
         if self._intents.pop((room_id, message_id), None) is not None:
             self._note(Change.INTENTS_CLEARED, room_id, message_id)
+            self._room_active(room_id)
 
     # ----------------------------------------------------------------- outcomes
 
