@@ -186,7 +186,8 @@ class Change(enum.Enum):
     """The room is released, or a released room was active: it is the most
     recently active released room."""
     ROOM_SERVED = "room_served"
-    """The room is served again: it is no longer among the released rooms."""
+    """The room is no longer among the released rooms (it is served again,
+    or it holds no ids any more)."""
     ROOM_EVICTED = "room_evicted"
     """A released room's caches (completed, failed, known replies) are gone."""
 
@@ -676,16 +677,20 @@ class ClaimsState:
         self._apply_released_bound()
 
     def _apply_released_bound(self) -> None:
-        if self._released_total <= self.released_entries:
+        excess = self._released_total - self.released_entries
+        if excess <= 0:
             return
         owing = {k[0] for k in self._intents}
         owing.update(k[0] for k in self._acks)
         owing.update(k[0] for k, v in self._replies.items() if v)
-        for room_id in list(self._released):
-            if self._released_total <= self.released_entries:
+        victims: list[str] = []
+        for room_id, size in self._released.items():  # least recently active first
+            if excess <= 0:
                 break
-            if room_id in owing:
-                continue
+            if room_id not in owing:
+                victims.append(room_id)
+                excess -= size
+        for room_id in victims:
             self._released_total -= self._released.pop(room_id)
             self._completed.pop(room_id, None)
             self._failed.pop(room_id, None)
