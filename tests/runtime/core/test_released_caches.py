@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+import trio
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -15,6 +17,10 @@ from band_trio.runtime.claims import Change, ClaimsState, JournalEntry, MessageS
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.ledger_journal import LedgerJournal
+from tests.agent.harness import RecordingAdapter, fast_config, scene, serving, token
+
+if TYPE_CHECKING:
+    from band_trio.local import LocalPlatform
 
 ROOMS = ("r1", "r2", "r3", "r4")
 MESSAGES = ("m0", "m1", "m2")
@@ -313,3 +319,27 @@ ReleasedCachesBound.TestCase.settings = settings(
     max_examples=80, stateful_step_count=40, deadline=None
 )
 test_released_caches_stay_bounded_and_served_rooms_are_kept = ReleasedCachesBound.TestCase
+
+
+async def test_the_agent_releases_a_removed_room_and_a_shutdown_releases_none(
+    band_platform: LocalPlatform, tmp_path: Path
+) -> None:
+    """With no caches kept for left rooms, the room the agent was removed from
+    loses its completed ids (in the file too), while the room it still served
+    when it stopped keeps them."""
+    config = fast_config(state_dir=tmp_path, released_cache_size=0)
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            left, kept = await s.new_room(), await s.new_room()
+            agent = s.make_agent(RecordingAdapter(), config)
+            async with serving(agent):
+                left_msg = await s.post(left, token())
+                kept_msg = await s.post(kept, token())
+                await s.wait_for(lambda: agent.statistics().completed == 2)
+                await s.human.remove_participant(left, s.agent_id)
+                await s.wait_for(lambda: left not in agent.room_ids)
+            path = config.ledger_path(s.agent_id)
+    assert path is not None
+    with ClaimsLedger.open(path) as ledger:
+        assert ledger.state(left, left_msg) is MessageState.NEW
+        assert ledger.state(kept, kept_msg) is MessageState.COMPLETED
