@@ -476,6 +476,20 @@ class ClaimsState:
 
     # ----------------------------------------------------------------- rooms
 
+    def drop_caches(self, room_id: str) -> None:
+        """Drop the room's completed, failed and known-reply ids, what the
+        bound of released caches does to a released room that owes nothing.
+        Its progress (attempts, journaled replies, intents, ``ack_pending``)
+        stays. From then on the room answers as if those ids had never been
+        recorded: a message it had completed is ``NEW`` again, as after an
+        eviction from the per-room LRU, and the platform's delivery status is
+        what keeps it from running twice."""
+        self._released_total -= self._released.pop(room_id, 0)
+        self._completed.pop(room_id, None)
+        self._failed.pop(room_id, None)
+        self._known.pop(room_id, None)
+        self._note(Change.ROOM_EVICTED, room_id)
+
     def serve_room(self, room_id: str) -> None:
         """The room is served: its caches are never dropped while it is."""
         self._served.add(room_id)
@@ -691,11 +705,7 @@ class ClaimsState:
                 victims.append(room_id)
                 excess -= size
         for room_id in victims:
-            self._released_total -= self._released.pop(room_id)
-            self._completed.pop(room_id, None)
-            self._failed.pop(room_id, None)
-            self._known.pop(room_id, None)
-            self._note(Change.ROOM_EVICTED, room_id)
+            self.drop_caches(room_id)
 
     def _forget_progress(self, key: Key) -> None:
         self._attempts.pop(key, None)
