@@ -21,6 +21,19 @@ Memory bounds: completed ids are an LRU of ``completed_per_room`` per room (a
 lookup refreshes recency); permanently failed ids are bounded per room (oldest
 evicted first); known replies keep the newest ``KNOWN_REPLIES_PER_ROOM``.
 
+Across rooms: the owner says which rooms are served (:meth:`ClaimsState.serve_room`,
+:meth:`ClaimsState.release_room`). The caches (completed, failed and known
+reply ids) of a released room are kept, so a room added again does not run
+its messages again, but all released rooms together hold at most
+``released_entries`` ids: beyond that, whole released rooms are dropped, least
+recently active first. A served room's caches are never dropped, nor those of
+a room that still owes work (an open reply intent, a journaled reply or an
+``ack_pending`` message): its known replies are what tells a lost post from
+another one. Served rooms are memory only: a state loaded from a journal
+serves no room until told, so every room it loaded counts as released (the
+ones released before keep their order, the others are the most recent).
+A room the owner never served nor released is not counted.
+
 :class:`ClaimsState` does no I/O. Every durable change is also appended, as a
 :class:`JournalEntry`, to a list the owner takes with
 :meth:`ClaimsState.take_changes` and writes wherever it keeps them (the
@@ -169,6 +182,14 @@ class Change(enum.Enum):
     """A failed message left the bounded table."""
     ROOM_FORGOTTEN = "room_forgotten"
     """The room's completed cache is gone."""
+    ROOM_RELEASED = "room_released"
+    """The room is released, or a released room was active: it is the most
+    recently active released room."""
+    ROOM_SERVED = "room_served"
+    """The room is no longer among the released rooms (it is served again,
+    or it holds no ids any more)."""
+    ROOM_EVICTED = "room_evicted"
+    """A released room's caches (completed, failed, known replies) are gone."""
 
 
 @attrs.frozen
@@ -179,7 +200,7 @@ class JournalEntry:
         change: what changed.
         room_id: the room.
         item: the message id (the reply id for ``REPLY_KNOWN`` and
-            ``REPLY_FORGOTTEN``; empty for ``ROOM_FORGOTTEN``).
+            ``REPLY_FORGOTTEN``; empty for the ``ROOM_*`` changes).
         detail: the attempt count, reply id or digest, where the change has one.
     """
 
@@ -199,6 +220,9 @@ class ClaimsCounts:
     ack_pending: int
     completed: int
     failed_final: int
+    served_rooms: int = 0
+    released_rooms: int = 0
+    released_entries: int = 0
 
 
 def _bounded_add(table: OrderedDict[str, None], item: str, limit: int) -> list[str]:
@@ -217,9 +241,12 @@ class ClaimsState:
         max_attempts: attempts per message before it is failed for good.
         completed_per_room: bound of the completed LRU per room.
         failed_per_room: bound of the failed ids per room.
+        released_entries: bound of the ids (completed, failed, known replies)
+            kept for all released rooms together; 0 drops a room's caches
+            as soon as it is released.
 
     Raises:
-        BandConfigError: a bound is below 1.
+        BandConfigError: a bound is below 1 (``released_entries`` below 0).
     """
 
     def __init__(
@@ -228,12 +255,21 @@ class ClaimsState:
         max_attempts: int = 3,
         completed_per_room: int = 500,
         failed_per_room: int = 10_000,
+        released_entries: int = 10_000,
     ) -> None:
         if max_attempts < 1 or completed_per_room < 1 or failed_per_room < 1:
             raise BandConfigError("ledger bounds must be >= 1")
+        if released_entries < 0:
+            raise BandConfigError("released_entries must be >= 0")
         self.max_attempts = max_attempts
         self.completed_per_room = completed_per_room
         self.failed_per_room = failed_per_room
+        self.released_entries = released_entries
+        self._served: set[str] = set()
+        # Released rooms with caches, least recently active first, each with
+        # the number of ids it held when last counted.
+        self._released: OrderedDict[str, int] = OrderedDict()
+        self._released_total = 0
         self._in_flight: dict[Key, int] = {}
         self._attempts: dict[Key, int] = {}
         self._replies: dict[Key, list[str]] = {}
@@ -358,6 +394,7 @@ class ClaimsState:
         self._note(Change.REPLY_KNOWN, room_id, reply_id)
         for e in evicted:
             self._note(Change.REPLY_FORGOTTEN, room_id, e)
+        self._room_active(room_id)
 
     def reply_intent(self, room_id: str, message_id: str, digest: str) -> None:
         """A reply with ``digest`` is about to be posted."""
@@ -377,6 +414,7 @@ class ClaimsState:
         if not digests:
             del self._intents[key]
         self._note(Change.INTENT_DROPPED, room_id, message_id, digest)
+        self._room_active(room_id)  # may no longer owe work: the bound applies
 
     def reply_intents(self, room_id: str, message_id: str) -> tuple[str, ...]:
         """Digests of replies to the message whose post had no known outcome."""
@@ -386,6 +424,7 @@ class ClaimsState:
         """Forget every open intent of the message (they were looked up)."""
         if self._intents.pop((room_id, message_id), None) is not None:
             self._note(Change.INTENTS_CLEARED, room_id, message_id)
+            self._room_active(room_id)
 
     # ----------------------------------------------------------------- outcomes
 
@@ -415,6 +454,7 @@ class ClaimsState:
         self._note(Change.COMPLETED, room_id, message_id)
         for e in evicted:
             self._note(Change.COMPLETED_EVICTED, room_id, e)
+        self._room_active(room_id)
 
     def mark_failed_final(self, room_id: str, message_id: str) -> None:
         """The message failed for the last time (a completed one stays completed)."""
@@ -426,11 +466,65 @@ class ClaimsState:
         self._note(Change.FAILED, room_id, message_id)
         for e in evicted:
             self._note(Change.FAILED_EVICTED, room_id, e)
+        self._room_active(room_id)
 
     def forget_room(self, room_id: str) -> None:
         """The room was released: drop its completed cache (everything else stays)."""
         self._completed.pop(room_id, None)
         self._note(Change.ROOM_FORGOTTEN, room_id)
+        self._recount(room_id)
+
+    # ----------------------------------------------------------------- rooms
+
+    def drop_caches(self, room_id: str) -> None:
+        """Drop the room's completed, failed and known-reply ids, what the
+        bound of released caches does to a released room that owes nothing.
+        Its progress (attempts, journaled replies, intents, ``ack_pending``)
+        stays. From then on the room answers as if those ids had never been
+        recorded: a message it had completed is ``NEW`` again, as after an
+        eviction from the per-room LRU, and the platform's delivery status is
+        what keeps it from running twice."""
+        self._released_total -= self._released.pop(room_id, 0)
+        self._completed.pop(room_id, None)
+        self._failed.pop(room_id, None)
+        self._known.pop(room_id, None)
+        self._note(Change.ROOM_EVICTED, room_id)
+
+    def serve_room(self, room_id: str) -> None:
+        """The room is served: its caches are never dropped while it is."""
+        self._served.add(room_id)
+        if room_id in self._released:
+            self._released_total -= self._released.pop(room_id)
+            self._note(Change.ROOM_SERVED, room_id)
+
+    def release_room(self, room_id: str) -> None:
+        """The room is no longer served: its caches are kept, as the most
+        recently active released room, within ``released_entries``."""
+        self._served.discard(room_id)
+        self._touch_released(room_id)
+
+    def is_served(self, room_id: str) -> bool:
+        """True between :meth:`serve_room` and :meth:`release_room`."""
+        return room_id in self._served
+
+    def released_rooms(self) -> list[str]:
+        """Released rooms that still have caches, least recently active first."""
+        return list(self._released)
+
+    def restore_released(self, room_id: str) -> None:
+        """Loading a journal: a released room (least recently active first).
+        Call it after the caches are restored; a room with none is ignored."""
+        self._account(room_id)
+
+    def release_loaded_rooms(self) -> None:
+        """Loading a journal, last: every room with caches that was not
+        restored as released counts as released (the most recent ones), until
+        :meth:`serve_room` says otherwise. Nothing is dropped here: the owner
+        serves its rooms again before the bound is next applied."""
+        rooms = dict.fromkeys(itertools.chain(self._completed, self._failed, self._known))
+        for room_id in rooms:
+            if room_id not in self._released and room_id not in self._served:
+                self._account(room_id)
 
     # ----------------------------------------------------------------- queries
 
@@ -493,6 +587,9 @@ class ClaimsState:
             ack_pending=len(self._acks),
             completed=sum(len(t) for t in self._completed.values()),
             failed_final=sum(len(t) for t in self._failed.values()),
+            served_rooms=len(self._served),
+            released_rooms=len(self._released),
+            released_entries=self._released_total,
         )
 
     # ----------------------------------------------------------------- restore
@@ -548,6 +645,67 @@ class ClaimsState:
         return message_id in self._completed.get(room_id, ()) or message_id in self._failed.get(
             room_id, ()
         )
+
+    def _size(self, room_id: str) -> int:
+        return (
+            len(self._completed.get(room_id, ()))
+            + len(self._failed.get(room_id, ()))
+            + len(self._known.get(room_id, ()))
+        )
+
+    def _account(self, room_id: str) -> bool:
+        """Count a released room as the most recent one. Returns False when it
+        has no caches (it is then not listed)."""
+        self._released_total -= self._released.pop(room_id, 0)
+        size = self._size(room_id)
+        if not size:
+            return False
+        self._released[room_id] = size
+        self._released_total += size
+        return True
+
+    def _recount(self, room_id: str) -> None:
+        """A released room's caches changed size, not its recency."""
+        if room_id in self._released:
+            size = self._size(room_id)
+            self._released_total += size - self._released[room_id]
+            if size:
+                self._released[room_id] = size
+            else:
+                del self._released[room_id]
+                self._note(Change.ROOM_SERVED, room_id)
+
+    def _room_active(self, room_id: str) -> None:
+        """Activity in a room: a released one becomes the most recent."""
+        if room_id in self._released:
+            self._touch_released(room_id)
+
+    def _touch_released(self, room_id: str) -> None:
+        last = next(reversed(self._released), None)
+        listed = room_id in self._released
+        if self._account(room_id):
+            if last != room_id:
+                self._note(Change.ROOM_RELEASED, room_id)
+        elif listed:
+            self._note(Change.ROOM_SERVED, room_id)
+        self._apply_released_bound()
+
+    def _apply_released_bound(self) -> None:
+        excess = self._released_total - self.released_entries
+        if excess <= 0:
+            return
+        owing = {k[0] for k in self._intents}
+        owing.update(k[0] for k in self._acks)
+        owing.update(k[0] for k, v in self._replies.items() if v)
+        victims: list[str] = []
+        for room_id, size in self._released.items():  # least recently active first
+            if excess <= 0:
+                break
+            if room_id not in owing:
+                victims.append(room_id)
+                excess -= size
+        for room_id in victims:
+            self.drop_caches(room_id)
 
     def _forget_progress(self, key: Key) -> None:
         self._attempts.pop(key, None)

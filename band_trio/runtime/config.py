@@ -242,6 +242,11 @@ class AgentConfig:
         completed_cache_size: completed message ids remembered per room (LRU).
         failed_cache_size: permanently failed ids remembered per room (oldest
             evicted first).
+        released_cache_size: completed, failed and known-reply ids kept in all
+            for the rooms the agent has left (so a room added again does not
+            run its messages again); beyond it the least recently active left
+            rooms lose theirs, whole rooms at a time. Served rooms never do.
+            0 drops a room's ids when it is left.
         control_dedupe_size: control-signal correlation ids remembered (LRU).
         me_retry_delays: waits between retries of ``GET /agent/me`` on HTTP 429.
         conflict_policy: ``"supersede"`` (default: a new connection evicts an
@@ -287,6 +292,7 @@ class AgentConfig:
     )
     completed_cache_size: int = attrs.field(default=500, validator=_v_count(1))
     failed_cache_size: int = attrs.field(default=10_000, validator=_v_count(1))
+    released_cache_size: int = attrs.field(default=10_000, validator=_v_count(0))
     control_dedupe_size: int = attrs.field(default=256, validator=_v_count(1))
     me_retry_delays: tuple[float, ...] = attrs.field(
         default=(1.0, 2.0, 4.0, 8.0, 16.0), converter=_to_delays
@@ -407,6 +413,7 @@ _INT_FIELDS: Final = frozenset(
         "max_history_pages",
         "completed_cache_size",
         "failed_cache_size",
+        "released_cache_size",
         "control_dedupe_size",
     }
 )

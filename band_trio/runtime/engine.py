@@ -247,6 +247,7 @@ class AgentEngine:
                 _offer_listed_roster(slot.room, listed)
             return
         self._generation += 1
+        self._svc.ledger.serve_room(room_id)
         room = Room(room_id, self._svc)
         if listed is not None:
             _offer_listed_roster(room, listed)
@@ -304,6 +305,9 @@ class AgentEngine:
                         await self._leave(room_id)
             if self._rooms.get(room_id) is slot:
                 del self._rooms[room_id]
+                if slot.removed and not (slot.readd and self._accepting):
+                    # Left for good (a shutdown leaves its rooms served).
+                    self._svc.ledger.release_room(room_id)
             if not self._rooms:
                 self._all_done.set()
             if slot.readd and self._accepting:

@@ -23,8 +23,13 @@ state change can be interrupted half way by a Trio cancellation.
 
 Memory bounds: completed ids are an LRU of ``completed_per_room`` per room (a
 lookup refreshes recency); permanently failed ids are bounded per room (oldest
-evicted first). Evicted ids leave the file too. A replay of an evicted
-completed message is still caught by the platform's delivery status.
+evicted first). Across rooms, the caches of rooms the agent no longer serves
+(see :meth:`ClaimsLedger.release_room`) hold at most ``released_entries`` ids
+in all: beyond that the least recently active released rooms lose theirs, whole
+rooms at a time; a served room, or one that still owes a ``processed`` write or
+has a post of unknown outcome, never does. Evicted ids leave the file too. A
+replay of an evicted completed message is still caught by the platform's
+delivery status.
 
 If a write fails (disk full, read-only file), the ledger logs it, counts it in
 :meth:`ClaimsLedger.statistics` and keeps working from memory: answering
@@ -80,6 +85,12 @@ class LedgerStatistics:
     completed: int
     failed_final: int
     write_errors: int
+    served_rooms: int = 0
+    """Rooms the agent serves now (their caches are never dropped)."""
+    released_rooms: int = 0
+    """Released rooms whose caches are still kept."""
+    released_entries: int = 0
+    """Ids those released rooms hold, within ``released_entries`` unless they owe work."""
 
 
 class ClaimsLedger:
@@ -94,9 +105,10 @@ class ClaimsLedger:
         max_attempts: attempts per message before it is failed for good.
         completed_per_room: bound of the completed LRU per room.
         failed_per_room: bound of the failed ids per room.
+        released_entries: bound of the ids kept for all released rooms together.
 
     Raises:
-        BandConfigError: a bound is below 1.
+        BandConfigError: a bound is below 1 (``released_entries`` below 0).
         sqlite3.Error: the journal cannot be read.
     """
 
@@ -107,11 +119,13 @@ class ClaimsLedger:
         max_attempts: int = 3,
         completed_per_room: int = 500,
         failed_per_room: int = 10_000,
+        released_entries: int = 10_000,
     ) -> None:
         self._state = ClaimsState(
             max_attempts=max_attempts,
             completed_per_room=completed_per_room,
             failed_per_room=failed_per_room,
+            released_entries=released_entries,
         )
         self._journal = journal
         journal.load(self._state)
@@ -132,6 +146,11 @@ class ClaimsLedger:
         return self._state.failed_per_room
 
     @property
+    def released_entries(self) -> int:
+        """Bound of the ids kept for all released rooms together."""
+        return self._state.released_entries
+
+    @property
     def _db(self) -> sqlite3.Connection:
         """The journal's database connection."""
         return self._journal.connection
@@ -150,6 +169,7 @@ class ClaimsLedger:
         max_attempts: int = 3,
         completed_per_room: int = 500,
         failed_per_room: int = 10_000,
+        released_entries: int = 10_000,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         exclusive: bool = False,
     ) -> ClaimsLedger:
@@ -162,6 +182,7 @@ class ClaimsLedger:
             max_attempts: attempts per message before it is failed for good.
             completed_per_room: bound of the completed LRU per room.
             failed_per_room: bound of the failed ids per room.
+            released_entries: bound of the ids kept for all released rooms.
             synchronous: ``NORMAL`` survives a killed process; ``FULL`` also
                 survives power loss (one fsync per write).
             exclusive: hold an advisory lock (``<path>.lock``) while open, so a
@@ -180,6 +201,7 @@ class ClaimsLedger:
                 max_attempts=max_attempts,
                 completed_per_room=completed_per_room,
                 failed_per_room=failed_per_room,
+                released_entries=released_entries,
             )
         except sqlite3.Error as exc:
             journal.close()
@@ -195,6 +217,7 @@ class ClaimsLedger:
         max_attempts: int = 3,
         completed_per_room: int = 500,
         failed_per_room: int = 10_000,
+        released_entries: int = 10_000,
     ) -> ClaimsLedger:
         """A ledger that lives only as long as this object (nothing survives a restart)."""
         return cls(
@@ -202,6 +225,7 @@ class ClaimsLedger:
             max_attempts=max_attempts,
             completed_per_room=completed_per_room,
             failed_per_room=failed_per_room,
+            released_entries=released_entries,
         )
 
     @classmethod
@@ -220,12 +244,14 @@ class ClaimsLedger:
                 max_attempts=config.max_attempts,
                 completed_per_room=config.completed_cache_size,
                 failed_per_room=config.failed_cache_size,
+                released_entries=config.released_cache_size,
             )
         return cls.open(
             path,
             max_attempts=config.max_attempts,
             completed_per_room=config.completed_cache_size,
             failed_per_room=config.failed_cache_size,
+            released_entries=config.released_cache_size,
             exclusive=exclusive,
         )
 
@@ -420,6 +446,22 @@ class ClaimsLedger:
         self._state.forget_room(room_id)
         self._flush()
 
+    def serve_room(self, room_id: str) -> None:
+        """The agent serves the room: its caches are never dropped while it does."""
+        self._state.serve_room(room_id)
+        self._flush()
+
+    def release_room(self, room_id: str) -> None:
+        """The agent left the room: its caches are kept (a room added again
+        does not run its messages again) within the bound of released caches;
+        the least recently active released rooms lose theirs first."""
+        self._state.release_room(room_id)
+        self._flush()
+
+    def is_served(self, room_id: str) -> bool:
+        """True between :meth:`serve_room` and :meth:`release_room`."""
+        return self._state.is_served(room_id)
+
     def statistics(self) -> LedgerStatistics:
         """Counts of what the ledger holds."""
         counts = self._state.counts()
@@ -432,4 +474,7 @@ class ClaimsLedger:
             completed=counts.completed,
             failed_final=counts.failed_final,
             write_errors=self._journal.write_errors,
+            served_rooms=counts.served_rooms,
+            released_rooms=counts.released_rooms,
+            released_entries=counts.released_entries,
         )

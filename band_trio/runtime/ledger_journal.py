@@ -58,6 +58,8 @@ _SCHEMA: Final = (
         room_id TEXT NOT NULL, message_id TEXT NOT NULL, digest TEXT NOT NULL,
         seq INTEGER NOT NULL,
         PRIMARY KEY (room_id, message_id, digest)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS released_rooms (
+        room_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID""",
 )
 
 _WAL_CHECKPOINT_PAGES: Final = 256
@@ -71,6 +73,8 @@ _COMPACT_FREE_PAGES: Final = 64
 
 _PROGRESS_TABLES: Final = ("attempts", "acks", "replies", "intents")
 """What a message that completed or failed for good no longer needs."""
+_CACHE_TABLES: Final = ("completed", "failed", "known_replies", "released_rooms")
+"""What a released room dropped by the bound of released caches leaves."""
 
 Statement = tuple[str, tuple[object, ...]]
 
@@ -214,7 +218,9 @@ class LedgerJournal:
         """Fill ``state`` from the journal, oldest first.
 
         Rows the state's bounds evict (the bounds were lowered since they were
-        written) are deleted from the file.
+        written) are deleted from the file. Every loaded room counts as
+        released until the owner serves it again (see
+        :meth:`~band_trio.runtime.claims.ClaimsState.release_loaded_rooms`).
 
         Raises:
             sqlite3.Error: the file cannot be read.
@@ -248,6 +254,11 @@ class LedgerJournal:
                     db.execute(
                         f"DELETE FROM {name} WHERE room_id = ? AND message_id = ?", (room_id, e)
                     )
+        for room_id, seq in db.execute("SELECT * FROM released_rooms ORDER BY seq"):
+            top = max(top, seq)
+            state.restore_released(room_id)
+        # No room is served before the owner says so again.
+        state.release_loaded_rooms()
         self._seq = itertools.count(top + 1)
 
     # ----------------------------------------------------------------- writing
@@ -394,6 +405,17 @@ class LedgerJournal:
             return [("DELETE FROM failed WHERE room_id = ? AND message_id = ?", key)]
         if change is Change.ROOM_FORGOTTEN:
             return [("DELETE FROM completed WHERE room_id = ?", (room,))]
+        if change is Change.ROOM_RELEASED:
+            return [
+                (
+                    "INSERT OR REPLACE INTO released_rooms VALUES (?, ?)",
+                    (room, next(self._seq)),
+                )
+            ]
+        if change is Change.ROOM_SERVED:
+            return [("DELETE FROM released_rooms WHERE room_id = ?", (room,))]
+        if change is Change.ROOM_EVICTED:
+            return [(f"DELETE FROM {table} WHERE room_id = ?", (room,)) for table in _CACHE_TABLES]
         raise AssertionError(f"unhandled journal change {change!r}")  # pragma: no cover
 
     @staticmethod
