@@ -75,6 +75,7 @@ from band_trio.runtime.drain import DrainPass, DrainStep, MessageOutcome, deferr
 from band_trio.runtime.drain_schedule import DrainSchedule
 from band_trio.runtime.hydration import load_history
 from band_trio.runtime.ledger import Attempt, Claim, Refusal
+from band_trio.runtime.mailbox import TIMED_OUT, Mailbox
 from band_trio.runtime.reply_recovery import ReplyRecovery
 from band_trio.runtime.rest_messages import event_from_rest
 from band_trio.runtime.room_rest import RoomRest
@@ -167,8 +168,7 @@ class Room:
         "_drained_epoch",
         "_fenced",
         "_idle_waiting",
-        "_inbox_recv",
-        "_inbox_send",
+        "_inbox",
         "_kick_pending",
         "_last_active",
         "_last_reconcile",
@@ -178,6 +178,7 @@ class Room:
         "_owed_epoch",
         "_pacer",
         "_parked",
+        "_parked_event",
         "_reconciling",
         "_replies",
         "_rest",
@@ -191,6 +192,7 @@ class Room:
         "_synthetic",
         "_system_lines",
         "_turn",
+        "_wake_at",
         "room_id",
     )
 
@@ -201,7 +203,7 @@ class Room:
         self._ledger = services.ledger
         self._config = services.config
         self._capacity = services.config.inbox_size
-        self._inbox_send, self._inbox_recv = trio.open_memory_channel[InboxItem](self._capacity)
+        self._inbox: Mailbox[InboxItem] = Mailbox(self._capacity)
         self._roster = Roster()
         self._roster_stale = True
         self._offered_roster: Sequence[ChatParticipant] | None = None
@@ -224,31 +226,50 @@ class Room:
         self._bootstrap = True
         self._turn: RunningTurn | None = None
         self._schedule: DrainSchedule | None = None
-        self._parked = trio.Event()
-        # Created on first use: most rooms never get either, and an empty
-        # deque costs more than the rest of an idle room's state.
+        self._wake_at = math.inf
+        self._parked = False
+        # Everything below is created on first use: an agent may hold ten
+        # thousand rooms, most of them idle, and each object an idle room
+        # keeps costs memory and lengthens every full garbage collection.
+        self._parked_event: trio.Event | None = None
         self._system_lines: deque[str] | None = None
         self._synthetic: deque[PlatformMessage] | None = None
-        self._replies = ReplyRecovery(
-            room_id=room_id,
-            agent_id=services.agent_id,
-            rest=services.rest,
-            ledger=services.ledger,
-            page_size=services.config.history_page_size,
-        )
-        self._activity = ActivityReporter(room_id, services.rest, services.config)
+        self._replies: ReplyRecovery | None = None
+        self._activity: ActivityReporter | None = None
+        self._settler: Settler | None = None
         self._counts = RoomCounters()
-        self._settler = Settler(
-            room_id=room_id,
-            rest=services.rest,
-            ledger=services.ledger,
-            config=services.config,
-            counters=self._counts,
-            error_texts=_ERROR_TEXTS,
-        )
 
     def __repr__(self) -> str:
         return f"Room({self.room_id!r})"
+
+    def _recovery(self) -> ReplyRecovery:
+        if self._replies is None:
+            svc = self._svc
+            self._replies = ReplyRecovery(
+                room_id=self.room_id,
+                agent_id=svc.agent_id,
+                rest=svc.rest,
+                ledger=svc.ledger,
+                page_size=svc.config.history_page_size,
+            )
+        return self._replies
+
+    def _reporter(self) -> ActivityReporter:
+        if self._activity is None:
+            self._activity = ActivityReporter(self.room_id, self._svc.rest, self._config)
+        return self._activity
+
+    def _settling(self) -> Settler:
+        if self._settler is None:
+            self._settler = Settler(
+                room_id=self.room_id,
+                rest=self._rest,
+                ledger=self._ledger,
+                config=self._config,
+                counters=self._counts,
+                error_texts=_ERROR_TEXTS,
+            )
+        return self._settler
 
     # ------------------------------------------------------------------ dispatcher side
 
@@ -262,7 +283,7 @@ class Room:
         if isinstance(item, MessageCreated):
             self._last_active = trio.current_time()
         try:
-            self._inbox_send.send_nowait(item)
+            self._inbox.put_nowait(item)
         except trio.WouldBlock:
             self._counts.overflows += 1
             self._resync_requested = True
@@ -274,7 +295,7 @@ class Room:
                 type(item).__name__,
             )
             return False
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+        except trio.ClosedResourceError:
             return False
         return True
 
@@ -349,6 +370,11 @@ class Room:
         self._resync_requested = True
         self._kick()
 
+    def wake_due(self) -> None:
+        """The time this room asked the pacer for has come (never blocks)."""
+        self._wake_at = math.inf
+        self._inbox.wake()
+
     def interrupt(self) -> bool:
         """Cancel the running turn; its message is then marked processed.
 
@@ -419,7 +445,12 @@ class Room:
     async def wait_parked(self) -> None:
         """After :meth:`fence`: wait until the worker stopped between two steps
         (the running turn, if any, finished and no REST call is in flight)."""
-        await self._parked.wait()
+        if self._parked:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._parked_event is None:
+            self._parked_event = trio.Event()
+        await self._parked_event.wait()
 
     async def wait_idle(self) -> None:
         """Wait until no turn is running."""
@@ -439,19 +470,19 @@ class Room:
             overflows=counts.overflows,
             resyncs=counts.resyncs,
             skipped=counts.skipped,
-            inbox_depth=self._inbox_send.statistics().current_buffer_used,
+            inbox_depth=self._inbox.depth,
             inbox_capacity=self._capacity,
             stopped=self._stopped,
             turn_running=self._turn is not None,
-            replies_recovered=self._replies.recovered,
+            replies_recovered=0 if self._replies is None else self._replies.recovered,
         )
 
     def _kick(self) -> None:
         if self._kick_pending:
             return
         try:
-            self._inbox_send.send_nowait(_KICK)
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            self._inbox.put_nowait(_KICK)
+        except (trio.WouldBlock, trio.ClosedResourceError):
             # A full inbox wakes the worker anyway; the flags carry the request.
             return
         self._kick_pending = True
@@ -478,7 +509,8 @@ class Room:
                     self._resync_requested = True
                     await trio.sleep(self._config.retry_delay)
         finally:
-            self._inbox_send.close()
+            self._inbox.close()
+            self._wake_at = math.inf
             if self._pacer is not None:
                 self._pacer.forget(self.room_id)
                 self._drain_place = _Place.NONE
@@ -489,7 +521,9 @@ class Room:
         while True:
             if self._fenced:
                 # Parked between steps: cancelling now interrupts no REST call.
-                self._parked.set()
+                self._parked = True
+                if self._parked_event is not None:
+                    self._parked_event.set()
                 await trio.sleep_forever()
             if self._synthetic and not self._stopped:
                 await self._run_synthetic(self._synthetic[0])
@@ -510,11 +544,9 @@ class Room:
             ):
                 self._ask_drain()
                 continue
-            item: InboxItem | None = None
             # While waiting for the idle budget only a retry wakes the room.
             due = self._schedule.retry_due if self._idle_waiting else self._schedule.due
-            with trio.move_on_at(due):
-                item = await self._inbox_recv.receive()
+            item = await self._next_item(due)
             if item is None:
                 now = trio.current_time()
                 if pacer is not None and not self._schedule.retry_is_due(now):
@@ -526,6 +558,27 @@ class Room:
                 continue
             await self._on_item(item)
             self._svc.changes.notify()
+
+    async def _next_item(self, due: float) -> InboxItem | None:
+        """The next inbox item, or None once ``due`` has passed."""
+        pacer = self._pacer
+        if pacer is None:
+            with trio.move_on_at(due):
+                got = await self._inbox.get()
+                return None if got is TIMED_OUT else got
+            return None
+        if due <= trio.current_time():
+            await trio.lowlevel.checkpoint()
+            return None
+        if due != self._wake_at:
+            # The pacer keeps every room's time: no cancel scope per idle room.
+            self._wake_at = due
+            if math.isinf(due):
+                pacer.cancel_wake(self.room_id)
+            else:
+                pacer.wake_at(self, due)
+        got = await self._inbox.get()
+        return None if got is TIMED_OUT else got
 
     def _apply_offered_roster(self) -> None:
         offered, self._offered_roster = self._offered_roster, None
@@ -642,7 +695,7 @@ class Room:
             # needs none).
             for message_id in self._ledger.pending_acks(self.room_id):
                 with log_context(message_id=message_id):
-                    acked = await self._settler.ack(message_id)
+                    acked = await self._settling().ack(message_id)
                 if not acked:
                     result = ReconcileOutcome.RETRY
                     return
@@ -758,7 +811,7 @@ class Room:
             if decision is Admission.ACK_ONLY:
                 # The turn already ran (a reply was journaled, or it completed):
                 # only the processed mark is owed, never a second run.
-                return await self._settler.ack_outcome(ev.id)
+                return await self._settling().ack_outcome(ev.id)
             if decision is Admission.RETRY:
                 return MessageOutcome.RETRY
             self._counts.skipped += 1
@@ -768,19 +821,19 @@ class Room:
                 processed=admission.processed_on_platform(
                     ev.metadata.delivery_status, self._svc.agent_id
                 ),
-                open_reply_intents=self._replies.owed(ev.id),
+                open_reply_intents=self._recovery().owed(ev.id),
             )
             if decision is Admission.MARK_COMPLETED:
                 ledger.mark_completed(self.room_id, ev.id)
                 self._counts.skipped += 1
                 return MessageOutcome.SKIPPED
             if decision is Admission.CHECK_REPLY:
-                decision = admission.after_reply_check(await self._replies.check(ev))
+                decision = admission.after_reply_check(await self._recovery().check(ev))
                 if decision is Admission.RETRY:
                     return MessageOutcome.RETRY
                 if decision is Admission.ACK_ONLY:
                     # An earlier post did land: the turn answered; only ack it.
-                    return await self._settler.ack_outcome(ev.id)
+                    return await self._settling().ack_outcome(ev.id)
             attempt = ledger.record_attempt(claim)
             if admission.before_run(attempt) is Admission.FAIL_EXHAUSTED:
                 logger.warning(
@@ -789,7 +842,7 @@ class Room:
                     ev.id,
                     attempt.max_attempts,
                 )
-                return await self._settler.carry_out(ev.id, settlement.settle_exhausted())
+                return await self._settling().carry_out(ev.id, settlement.settle_exhausted())
             return await self._run_turn(ev, claim, attempt)
         finally:
             ledger.release(claim)
@@ -862,15 +915,15 @@ class Room:
             charged = settlement.charges_attempt(end)
             if (
                 settlement.may_have_replied(end)
-                and self._replies.owed(ev.id)
-                and await self._replies.check(ev) is ReplyCheck.LANDED
+                and self._recovery().owed(ev.id)
+                and await self._recovery().check(ev) is ReplyCheck.LANDED
             ):
                 # The turn failed around a reply post with no known outcome,
                 # and that reply is on the platform: the message was answered.
                 # Ack it rather than fail it (and never tell the room that
                 # nothing reached it).
                 end, error = TurnEnd.SUCCESS, None
-            return await self._settler.settle_turn(
+            return await self._settling().settle_turn(
                 ev.id,
                 end,
                 attempt=attempt,
@@ -903,7 +956,7 @@ class Room:
             # instead of being torn down mid-request.
             async with trio.open_nursery() as nursery:
                 if cfg.enable_working_state and self._svc.hub_room_id() != self.room_id:
-                    nursery.start_soon(self._activity.keep_working, turn)
+                    nursery.start_soon(self._reporter().keep_working, turn)
                 try:
                     with scope:
                         try:
@@ -914,7 +967,7 @@ class Room:
                     turn.ended.set()
         finally:
             if turn.working_reported:
-                await self._activity.report_idle()
+                await self._reporter().report_idle()
         end = settlement.classify_turn_end(
             cancelled=scope.cancelled_caught,
             aborted=turn.aborted,
