@@ -109,20 +109,25 @@ class Mailbox(Generic[T]):
         items = self._items
         if items:
             item = items.popleft()
+            if not items:
+                self._items = None  # an empty deque is most of an idle mailbox
             await trio.lowlevel.cancel_shielded_checkpoint()
             return item
         if self._waiter is not None:
             raise trio.BusyResourceError("another task is already waiting on this mailbox")
         self._waiter = trio.lowlevel.current_task()
-
-        def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            self._waiter = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
         # Woken by an item, or by wake() (then an item put since is taken
         # first: the caller sees its deadline passed at its next wait).
         items = self._items
         if items:
-            return items.popleft()
+            item = items.popleft()
+            if not items:
+                self._items = None
+            return item
         return TIMED_OUT
+
+    def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        # A method, not a closure: the parked wait holds one object less.
+        self._waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED

@@ -76,6 +76,7 @@ from band_trio.runtime.drain_schedule import DrainSchedule
 from band_trio.runtime.hydration import load_history
 from band_trio.runtime.ledger import Attempt, Claim, Refusal
 from band_trio.runtime.mailbox import TIMED_OUT, Mailbox
+from band_trio.runtime.pacer import RoomPacer
 from band_trio.runtime.reply_recovery import ReplyRecovery
 from band_trio.runtime.rest_messages import event_from_rest
 from band_trio.runtime.room_rest import RoomRest
@@ -341,7 +342,10 @@ class Room:
         one leaves the roster to be read before the next turn.
         """
         if participants is not None and complete:
-            self._offered_roster = tuple(participants)
+            # The same rows recur in many rooms (the agent's own, a user's):
+            # share one object each instead of one per room.
+            share = self._svc.participant_rows.share
+            self._offered_roster = tuple(share(p) for p in participants)
         else:
             self._offered_roster = None
             self._roster_stale = True
@@ -546,7 +550,17 @@ class Room:
                 continue
             # While waiting for the idle budget only a retry wakes the room.
             due = self._schedule.retry_due if self._idle_waiting else self._schedule.due
-            item = await self._next_item(due)
+            # The wait is here, not in a helper coroutine: one frame less
+            # per idle room.
+            item: InboxItem | None = None
+            if pacer is None:
+                item = await self._next_item_alone(due)
+            elif self._arm_timer(pacer, due):
+                got = await self._inbox.get()
+                if got is not TIMED_OUT:
+                    item = got
+            else:
+                await trio.lowlevel.checkpoint()
             if item is None:
                 now = trio.current_time()
                 if pacer is not None and not self._schedule.retry_is_due(now):
@@ -559,26 +573,28 @@ class Room:
             await self._on_item(item)
             self._svc.changes.notify()
 
-    async def _next_item(self, due: float) -> InboxItem | None:
-        """The next inbox item, or None once ``due`` has passed."""
-        pacer = self._pacer
-        if pacer is None:
-            with trio.move_on_at(due):
-                got = await self._inbox.get()
-                return None if got is TIMED_OUT else got
-            return None
+    async def _next_item_alone(self, due: float) -> InboxItem | None:
+        """Without a pacer: the next inbox item, or None once ``due`` has passed."""
+        with trio.move_on_at(due):
+            got = await self._inbox.get()
+            return None if got is TIMED_OUT else got
+        return None
+
+    def _arm_timer(self, pacer: RoomPacer, due: float) -> bool:
+        """Ask the pacer to wake the room at ``due``; False when it has passed.
+
+        The pacer keeps every room's time: an idle room holds no cancel scope
+        and no deadline of its own.
+        """
         if due <= trio.current_time():
-            await trio.lowlevel.checkpoint()
-            return None
+            return False
         if due != self._wake_at:
-            # The pacer keeps every room's time: no cancel scope per idle room.
             self._wake_at = due
             if math.isinf(due):
                 pacer.cancel_wake(self.room_id)
             else:
                 pacer.wake_at(self, due)
-        got = await self._inbox.get()
-        return None if got is TIMED_OUT else got
+        return True
 
     def _apply_offered_roster(self) -> None:
         offered, self._offered_roster = self._offered_roster, None
