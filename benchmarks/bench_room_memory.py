@@ -153,9 +153,7 @@ async def _measure(rooms: int, out: dict[str, Any]) -> None:
         transport=httpx.MockTransport(platform),
     )
     adapter: FrameworkAdapter = _Adapter()
-    config = AgentConfig(
-        state_dir=None, enable_working_state=False, enable_context_hydration=False
-    )
+    config = AgentConfig(state_dir=None, enable_working_state=False, enable_context_hydration=False)
     services = RoomServices(
         agent_id=AGENT,
         rest=rest,

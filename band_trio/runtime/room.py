@@ -75,7 +75,7 @@ from band_trio.runtime.drain import DrainPass, DrainStep, MessageOutcome, deferr
 from band_trio.runtime.drain_schedule import DrainSchedule
 from band_trio.runtime.hydration import load_history
 from band_trio.runtime.ledger import Attempt, Claim, Refusal
-from band_trio.runtime.mailbox import TIMED_OUT, Mailbox
+from band_trio.runtime.mailbox import Mailbox, TimedOut
 from band_trio.runtime.pacer import RoomPacer
 from band_trio.runtime.reply_recovery import ReplyRecovery
 from band_trio.runtime.rest_messages import event_from_rest
@@ -557,7 +557,7 @@ class Room:
                 item = await self._next_item_alone(due)
             elif self._arm_timer(pacer, due):
                 got = await self._inbox.get()
-                if got is not TIMED_OUT:
+                if not isinstance(got, TimedOut):
                     item = got
             else:
                 await trio.lowlevel.checkpoint()
@@ -577,7 +577,7 @@ class Room:
         """Without a pacer: the next inbox item, or None once ``due`` has passed."""
         with trio.move_on_at(due):
             got = await self._inbox.get()
-            return None if got is TIMED_OUT else got
+            return None if isinstance(got, TimedOut) else got
         return None
 
     def _arm_timer(self, pacer: RoomPacer, due: float) -> bool:
