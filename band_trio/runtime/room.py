@@ -5,8 +5,9 @@ Each room the agent serves is a :class:`Room` running in its own child nursery
 thing at a time, which is what makes a room's turns serial *by construction*
 (no locks, no race between the live path and the backlog path):
 
-* **intake** reads the room's bounded inbox, filled by the dispatcher with
-  ``send_nowait``: participant events update the roster, a ``message_created``
+* **intake** reads the room's bounded inbox (a
+  :class:`~band_trio.runtime.mailbox.Mailbox`), filled by the dispatcher
+  without blocking: participant events update the roster, a ``message_created``
   push runs a turn for that message (the WebSocket is the doorbell);
 * **turns** run one message at a time, each inside its own cancel scope (an
   interrupt, stop, platform stop or timeout cancels exactly that scope);
@@ -17,7 +18,9 @@ thing at a time, which is what makes a room's turns serial *by construction*
   ``GET /messages`` to step past it, so one poison message never wedges a room.
   Under an engine (a :class:`~band_trio.runtime.pacer.RoomPacer`), the
   start-up and reconnect drains wait for a place among the agent's bulk
-  drains, and the timer's checks for the agent-wide idle budget.
+  drains, and the timer's checks for the agent-wide idle budget; the pacer
+  also keeps the room's time (an idle room waits on its inbox alone, with
+  no cancel scope or deadline of its own).
 
 The decisions are made by sans-io cores and only executed here: whether a
 message runs (:mod:`~band_trio.runtime.admission`), what a turn's end means
