@@ -503,12 +503,60 @@ class Room:
         ``processing`` on the platform (a later ``/next`` replays it) and its
         attempt is not charged.
         """
-        self._schedule = DrainSchedule(self._config, self._svc.rng, trio.current_time())
+        self._schedule = schedule = DrainSchedule(self._config, self._svc.rng, trio.current_time())
         task_status.started()
+        # The worker loop is written out here rather than in a helper
+        # coroutine: an idle room's task waits with one frame less.
         try:
             while True:
                 try:
-                    await self._work()
+                    if self._fenced:
+                        # Parked between steps: cancelling now interrupts no REST call.
+                        self._parked = True
+                        if self._parked_event is not None:
+                            self._parked_event.set()
+                        await trio.sleep_forever()
+                    if self._synthetic and not self._stopped:
+                        await self._run_synthetic(self._synthetic[0])
+                        self._svc.changes.notify()
+                        continue
+                    if self._offered_roster is not None:
+                        self._apply_offered_roster()
+                    if self._resync_requested:
+                        self._resync_requested = False
+                        await self._reconcile()
+                        self._svc.changes.notify()
+                        continue
+                    pacer = self._pacer
+                    if (
+                        pacer is not None
+                        and self._owed_epoch > self._drained_epoch
+                        and self._drain_place == _Place.NONE
+                    ):
+                        self._ask_drain()
+                        continue
+                    # While waiting for the idle budget only a retry wakes the room.
+                    due = schedule.retry_due if self._idle_waiting else schedule.due
+                    item: InboxItem | None = None
+                    if pacer is None:
+                        item = await self._next_item_alone(due)
+                    elif self._arm_timer(pacer, due):
+                        got = await self._inbox.get()
+                        if not isinstance(got, TimedOut):
+                            item = got
+                    else:
+                        await trio.lowlevel.checkpoint()
+                    if item is None:
+                        now = trio.current_time()
+                        if pacer is not None and not schedule.retry_is_due(now):
+                            # The periodic reconcile is due: ask the agent-wide budget.
+                            self._idle_waiting = True
+                            pacer.want_idle(self, self._last_reconcile)
+                        else:
+                            self._resync_requested = True  # the periodic reconcile is due
+                        continue
+                    await self._on_item(item)
+                    self._svc.changes.notify()
                 except Exception:
                     # Supervised: a bug must neither kill the agent nor leave
                     # a deaf room behind.
@@ -522,59 +570,6 @@ class Room:
                 self._pacer.forget(self.room_id)
                 self._drain_place = _Place.NONE
                 self._idle_waiting = False
-
-    async def _work(self) -> None:
-        assert self._schedule is not None
-        while True:
-            if self._fenced:
-                # Parked between steps: cancelling now interrupts no REST call.
-                self._parked = True
-                if self._parked_event is not None:
-                    self._parked_event.set()
-                await trio.sleep_forever()
-            if self._synthetic and not self._stopped:
-                await self._run_synthetic(self._synthetic[0])
-                self._svc.changes.notify()
-                continue
-            if self._offered_roster is not None:
-                self._apply_offered_roster()
-            if self._resync_requested:
-                self._resync_requested = False
-                await self._reconcile()
-                self._svc.changes.notify()
-                continue
-            pacer = self._pacer
-            if (
-                pacer is not None
-                and self._owed_epoch > self._drained_epoch
-                and self._drain_place == _Place.NONE
-            ):
-                self._ask_drain()
-                continue
-            # While waiting for the idle budget only a retry wakes the room.
-            due = self._schedule.retry_due if self._idle_waiting else self._schedule.due
-            # The wait is here, not in a helper coroutine: one frame less
-            # per idle room.
-            item: InboxItem | None = None
-            if pacer is None:
-                item = await self._next_item_alone(due)
-            elif self._arm_timer(pacer, due):
-                got = await self._inbox.get()
-                if not isinstance(got, TimedOut):
-                    item = got
-            else:
-                await trio.lowlevel.checkpoint()
-            if item is None:
-                now = trio.current_time()
-                if pacer is not None and not self._schedule.retry_is_due(now):
-                    # The periodic reconcile is due: ask the agent-wide budget.
-                    self._idle_waiting = True
-                    pacer.want_idle(self, self._last_reconcile)
-                else:
-                    self._resync_requested = True  # the periodic reconcile is due
-                continue
-            await self._on_item(item)
-            self._svc.changes.notify()
 
     async def _next_item_alone(self, due: float) -> InboxItem | None:
         """Without a pacer: the next inbox item, or None once ``due`` has passed."""
