@@ -247,7 +247,11 @@ class Roster:
         source_extra = _field(source, "extra")
         if isinstance(source_extra, Mapping):
             extra.update({k: v for k, v in source_extra.items() if v is not None})
-        return ChatParticipant(id=pid, extra=extra, **values)
+        merged = ChatParticipant(id=pid, extra=extra, **values)
+        if isinstance(source, ChatParticipant) and merged == source:
+            # Keep the given row (it may be shared by many rooms' rosters).
+            return source
+        return merged
 
     def _put(self, participant: ChatParticipant) -> bool:
         old = self._members.get(participant.id)

@@ -95,10 +95,27 @@ class _RoomSlot:
     room: Room
     generation: int
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    settled: trio.Event = attrs.field(factory=trio.Event)
+    settled: bool = False
+    # Made only while someone waits for the join to settle (start-up): an
+    # agent may hold ten thousand rooms, and an Event each would stay.
+    settled_event: trio.Event | None = None
     serving: bool = False
     removed: bool = False
     readd: bool = False
+
+    def settle(self) -> None:
+        self.settled = True
+        if self.settled_event is not None:
+            self.settled_event.set()
+            self.settled_event = None
+
+    async def wait_settled(self) -> None:
+        if self.settled:
+            await trio.lowlevel.checkpoint()
+            return
+        if self.settled_event is None:
+            self.settled_event = trio.Event()
+        await self.settled_event.wait()
 
 
 class AgentEngine:
@@ -212,11 +229,17 @@ class AgentEngine:
                 logger.warning("could not list rooms at startup: %s; retrying", exc)
                 nursery.start_soon(self._relist, True)
             else:
-                for chat in listed:
-                    self.add_room(chat.id, listed=chat)
+                self._admit_listed(listed)
+                # This task lives as long as the agent: the listing (rows,
+                # rosters, decoded strings) must not stay alive in its frame.
+                del listed
             for slot in list(self._rooms.values()):
-                await slot.settled.wait()
+                await slot.wait_settled()
             task_status.started()
+
+    def _admit_listed(self, listed: list[ChatRoom]) -> None:
+        for chat in listed:
+            self.add_room(chat.id, listed=chat)
 
     async def _list_rooms(self) -> list[ChatRoom]:
         rooms: list[ChatRoom] = []
@@ -256,7 +279,11 @@ class AgentEngine:
         for message in self._held_synthetic.pop(room_id, ()):
             slot.room.enqueue_synthetic(message)
         self._all_done = trio.Event()
-        self._nursery.start_soon(self._run_room, slot, name=f"room {room_id}")
+        # Every record of the room's work (its turns, REST calls, cleanup)
+        # carries its id: the task starts with a copy of this context, so
+        # nothing has to hold the id for the task's lifetime.
+        with log_context(room_id=room_id):
+            self._nursery.start_soon(self._run_room, slot, name=f"room {room_id}")
         self._changes.notify()
 
     def remove_room(self, room_id: str) -> None:
@@ -274,12 +301,6 @@ class AgentEngine:
         self._changes.notify()
 
     async def _run_room(self, slot: _RoomSlot) -> None:
-        # Every record of the room's work (its turns, REST calls, cleanup)
-        # carries its id; tasks the room starts inherit it.
-        with log_context(room_id=slot.room.room_id):
-            await self._run_room_in_context(slot)
-
-    async def _run_room_in_context(self, slot: _RoomSlot) -> None:
         room = slot.room
         room_id = room.room_id
         served = False
@@ -287,7 +308,7 @@ class AgentEngine:
         try:
             with slot.scope:
                 joined = await self._join_with_retries(slot)
-                slot.settled.set()
+                slot.settle()
                 if not joined:
                     return
                 slot.serving = True
@@ -295,7 +316,7 @@ class AgentEngine:
                 self._changes.notify()
                 await room.serve()
         finally:
-            slot.settled.set()
+            slot.settle()
             slot.serving = False
             with trio.CancelScope(shield=True):
                 if served:
@@ -341,7 +362,7 @@ class AgentEngine:
                 self._changes.notify()
                 logger.warning("room %s: join attempt %d failed: %s", room_id, attempt, exc)
                 # Startup does not wait for the retries.
-                slot.settled.set()
+                slot.settle()
                 continue
             logger.info("room %s: joined", room_id)
             return True

@@ -14,10 +14,17 @@ told by a call (:meth:`PacedRoom.grant_drain`, :meth:`PacedRoom.grant_idle`)
 when their turn comes. The pacer also keeps the reconnect *epoch*: a counter
 bumped on every reconnect, so a room knows whether the drain it ran started
 after the latest reconnect (then a second one is not needed).
+
+It is also the rooms' one clock: a room waiting for its next reconcile does
+not hold a cancel scope and a deadline of its own (ten thousand idle rooms
+would be ten thousand of each); it asks :meth:`RoomPacer.wake_at`, and the
+pacer calls :meth:`PacedRoom.wake_due` when that time comes.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections import deque
 from typing import Protocol
 
@@ -46,6 +53,10 @@ class PacedRoom(Protocol):
         """The room may run its idle reconcile now (never blocks)."""
         ...
 
+    def wake_due(self) -> None:
+        """The time the room asked for (:meth:`RoomPacer.wake_at`) has come (never blocks)."""
+        ...
+
 
 class RoomPacer:
     """Bounds bulk drains and budgets idle reconciles for all rooms of one agent.
@@ -64,6 +75,12 @@ class RoomPacer:
         self._granting: deque[str] = deque()
         self._in_grant = False
         self._wake = trio.Event()
+        self._sleeping_until = -math.inf
+        # (when, seq, room): the latest request of each room is the one whose
+        # seq is in _wake_seq; older entries are skipped when they surface.
+        self._timers: list[tuple[float, int, PacedRoom]] = []
+        self._wake_seq: dict[str, int] = {}
+        self._seq = 0
         self.epoch = 0
         """Bumped on every reconnect (see :meth:`next_epoch`)."""
 
@@ -123,14 +140,42 @@ class RoomPacer:
         self._budget.withdraw(room_id)
 
     def forget(self, room_id: str) -> None:
-        """``room_id`` stopped being served: drop it from both queues."""
+        """``room_id`` stopped being served: drop it from every queue."""
         self.withdraw_idle(room_id)
         self.end_drain(room_id)
+        self.cancel_wake(room_id)
+
+    # ------------------------------------------------------------------ room timers
+
+    def wake_at(self, room: PacedRoom, when: float) -> None:
+        """Call ``room.wake_due()`` at ``when`` (replaces the room's earlier request)."""
+        self._seq += 1
+        self._wake_seq[room.room_id] = self._seq
+        heapq.heappush(self._timers, (when, self._seq, room))
+        if len(self._timers) > 2 * len(self._wake_seq) + 64:
+            self._timers = [t for t in self._timers if self._wake_seq.get(t[2].room_id) == t[1]]
+            heapq.heapify(self._timers)
+        if when < self._sleeping_until:
+            self._wake.set()
+
+    def cancel_wake(self, room_id: str) -> None:
+        """Drop ``room_id``'s pending :meth:`wake_at` request, if any."""
+        self._wake_seq.pop(room_id, None)
+
+    def _fire_timers(self, now: float) -> None:
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, seq, room = heapq.heappop(timers)
+            if self._wake_seq.get(room.room_id) == seq:
+                del self._wake_seq[room.room_id]
+                room.wake_due()
 
     async def run(self) -> None:
-        """Hand idle reconciles out at the budget's pace, until cancelled."""
+        """Hand idle reconciles out at the budget's pace and wake rooms at the
+        times they asked for, until cancelled."""
         while True:
             now = trio.current_time()
+            self._fire_timers(now)
             room_id = self._budget.grant(now)
             if room_id is not None:
                 room = self._idle_rooms.pop(room_id, None)
@@ -138,8 +183,15 @@ class RoomPacer:
                     room.grant_idle()
                 continue
             self._wake = trio.Event()
-            with trio.move_on_at(self._budget.next_grant_at(now)):
-                await self._wake.wait()
+            until = self._budget.next_grant_at(now)
+            if self._timers:
+                until = min(until, self._timers[0][0])
+            self._sleeping_until = until
+            try:
+                with trio.move_on_at(until):
+                    await self._wake.wait()
+            finally:
+                self._sleeping_until = -math.inf
 
 
 def _now_or_zero() -> float:

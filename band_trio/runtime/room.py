@@ -5,8 +5,9 @@ Each room the agent serves is a :class:`Room` running in its own child nursery
 thing at a time, which is what makes a room's turns serial *by construction*
 (no locks, no race between the live path and the backlog path):
 
-* **intake** reads the room's bounded inbox, filled by the dispatcher with
-  ``send_nowait``: participant events update the roster, a ``message_created``
+* **intake** reads the room's bounded inbox (a
+  :class:`~band_trio.runtime.mailbox.Mailbox`), filled by the dispatcher
+  without blocking: participant events update the roster, a ``message_created``
   push runs a turn for that message (the WebSocket is the doorbell);
 * **turns** run one message at a time, each inside its own cancel scope (an
   interrupt, stop, platform stop or timeout cancels exactly that scope);
@@ -17,7 +18,9 @@ thing at a time, which is what makes a room's turns serial *by construction*
   ``GET /messages`` to step past it, so one poison message never wedges a room.
   Under an engine (a :class:`~band_trio.runtime.pacer.RoomPacer`), the
   start-up and reconnect drains wait for a place among the agent's bulk
-  drains, and the timer's checks for the agent-wide idle budget.
+  drains, and the timer's checks for the agent-wide idle budget; the pacer
+  also keeps the room's time (an idle room waits on its inbox alone, with
+  no cancel scope or deadline of its own).
 
 The decisions are made by sans-io cores and only executed here: whether a
 message runs (:mod:`~band_trio.runtime.admission`), what a turn's end means
@@ -75,6 +78,8 @@ from band_trio.runtime.drain import DrainPass, DrainStep, MessageOutcome, deferr
 from band_trio.runtime.drain_schedule import DrainSchedule
 from band_trio.runtime.hydration import load_history
 from band_trio.runtime.ledger import Attempt, Claim, Refusal
+from band_trio.runtime.mailbox import Mailbox, TimedOut
+from band_trio.runtime.pacer import RoomPacer
 from band_trio.runtime.reply_recovery import ReplyRecovery
 from band_trio.runtime.rest_messages import event_from_rest
 from band_trio.runtime.room_rest import RoomRest
@@ -167,8 +172,7 @@ class Room:
         "_drained_epoch",
         "_fenced",
         "_idle_waiting",
-        "_inbox_recv",
-        "_inbox_send",
+        "_inbox",
         "_kick_pending",
         "_last_active",
         "_last_reconcile",
@@ -178,6 +182,7 @@ class Room:
         "_owed_epoch",
         "_pacer",
         "_parked",
+        "_parked_event",
         "_reconciling",
         "_replies",
         "_rest",
@@ -191,6 +196,7 @@ class Room:
         "_synthetic",
         "_system_lines",
         "_turn",
+        "_wake_at",
         "room_id",
     )
 
@@ -201,7 +207,7 @@ class Room:
         self._ledger = services.ledger
         self._config = services.config
         self._capacity = services.config.inbox_size
-        self._inbox_send, self._inbox_recv = trio.open_memory_channel[InboxItem](self._capacity)
+        self._inbox: Mailbox[InboxItem] = Mailbox(self._capacity)
         self._roster = Roster()
         self._roster_stale = True
         self._offered_roster: Sequence[ChatParticipant] | None = None
@@ -224,31 +230,50 @@ class Room:
         self._bootstrap = True
         self._turn: RunningTurn | None = None
         self._schedule: DrainSchedule | None = None
-        self._parked = trio.Event()
-        # Created on first use: most rooms never get either, and an empty
-        # deque costs more than the rest of an idle room's state.
+        self._wake_at = math.inf
+        self._parked = False
+        # Everything below is created on first use: an agent may hold ten
+        # thousand rooms, most of them idle, and each object an idle room
+        # keeps costs memory and lengthens every full garbage collection.
+        self._parked_event: trio.Event | None = None
         self._system_lines: deque[str] | None = None
         self._synthetic: deque[PlatformMessage] | None = None
-        self._replies = ReplyRecovery(
-            room_id=room_id,
-            agent_id=services.agent_id,
-            rest=services.rest,
-            ledger=services.ledger,
-            page_size=services.config.history_page_size,
-        )
-        self._activity = ActivityReporter(room_id, services.rest, services.config)
+        self._replies: ReplyRecovery | None = None
+        self._activity: ActivityReporter | None = None
+        self._settler: Settler | None = None
         self._counts = RoomCounters()
-        self._settler = Settler(
-            room_id=room_id,
-            rest=services.rest,
-            ledger=services.ledger,
-            config=services.config,
-            counters=self._counts,
-            error_texts=_ERROR_TEXTS,
-        )
 
     def __repr__(self) -> str:
         return f"Room({self.room_id!r})"
+
+    def _recovery(self) -> ReplyRecovery:
+        if self._replies is None:
+            svc = self._svc
+            self._replies = ReplyRecovery(
+                room_id=self.room_id,
+                agent_id=svc.agent_id,
+                rest=svc.rest,
+                ledger=svc.ledger,
+                page_size=svc.config.history_page_size,
+            )
+        return self._replies
+
+    def _reporter(self) -> ActivityReporter:
+        if self._activity is None:
+            self._activity = ActivityReporter(self.room_id, self._svc.rest, self._config)
+        return self._activity
+
+    def _settling(self) -> Settler:
+        if self._settler is None:
+            self._settler = Settler(
+                room_id=self.room_id,
+                rest=self._rest,
+                ledger=self._ledger,
+                config=self._config,
+                counters=self._counts,
+                error_texts=_ERROR_TEXTS,
+            )
+        return self._settler
 
     # ------------------------------------------------------------------ dispatcher side
 
@@ -262,7 +287,7 @@ class Room:
         if isinstance(item, MessageCreated):
             self._last_active = trio.current_time()
         try:
-            self._inbox_send.send_nowait(item)
+            self._inbox.put_nowait(item)
         except trio.WouldBlock:
             self._counts.overflows += 1
             self._resync_requested = True
@@ -274,7 +299,7 @@ class Room:
                 type(item).__name__,
             )
             return False
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+        except trio.ClosedResourceError:
             return False
         return True
 
@@ -320,7 +345,10 @@ class Room:
         one leaves the roster to be read before the next turn.
         """
         if participants is not None and complete:
-            self._offered_roster = tuple(participants)
+            # The same rows recur in many rooms (the agent's own, a user's):
+            # share one object each instead of one per room.
+            share = self._svc.participant_rows.share
+            self._offered_roster = tuple(share(p) for p in participants)
         else:
             self._offered_roster = None
             self._roster_stale = True
@@ -348,6 +376,11 @@ class Room:
         self._idle_waiting = False
         self._resync_requested = True
         self._kick()
+
+    def wake_due(self) -> None:
+        """The time this room asked the pacer for has come (never blocks)."""
+        self._wake_at = math.inf
+        self._inbox.wake()
 
     def interrupt(self) -> bool:
         """Cancel the running turn; its message is then marked processed.
@@ -419,7 +452,12 @@ class Room:
     async def wait_parked(self) -> None:
         """After :meth:`fence`: wait until the worker stopped between two steps
         (the running turn, if any, finished and no REST call is in flight)."""
-        await self._parked.wait()
+        if self._parked:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._parked_event is None:
+            self._parked_event = trio.Event()
+        await self._parked_event.wait()
 
     async def wait_idle(self) -> None:
         """Wait until no turn is running."""
@@ -439,19 +477,19 @@ class Room:
             overflows=counts.overflows,
             resyncs=counts.resyncs,
             skipped=counts.skipped,
-            inbox_depth=self._inbox_send.statistics().current_buffer_used,
+            inbox_depth=self._inbox.depth,
             inbox_capacity=self._capacity,
             stopped=self._stopped,
             turn_running=self._turn is not None,
-            replies_recovered=self._replies.recovered,
+            replies_recovered=0 if self._replies is None else self._replies.recovered,
         )
 
     def _kick(self) -> None:
         if self._kick_pending:
             return
         try:
-            self._inbox_send.send_nowait(_KICK)
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            self._inbox.put_nowait(_KICK)
+        except (trio.WouldBlock, trio.ClosedResourceError):
             # A full inbox wakes the worker anyway; the flags carry the request.
             return
         self._kick_pending = True
@@ -465,12 +503,60 @@ class Room:
         ``processing`` on the platform (a later ``/next`` replays it) and its
         attempt is not charged.
         """
-        self._schedule = DrainSchedule(self._config, self._svc.rng, trio.current_time())
+        self._schedule = schedule = DrainSchedule(self._config, self._svc.rng, trio.current_time())
         task_status.started()
+        # The worker loop is written out here rather than in a helper
+        # coroutine: an idle room's task waits with one frame less.
         try:
             while True:
                 try:
-                    await self._work()
+                    if self._fenced:
+                        # Parked between steps: cancelling now interrupts no REST call.
+                        self._parked = True
+                        if self._parked_event is not None:
+                            self._parked_event.set()
+                        await trio.sleep_forever()
+                    if self._synthetic and not self._stopped:
+                        await self._run_synthetic(self._synthetic[0])
+                        self._svc.changes.notify()
+                        continue
+                    if self._offered_roster is not None:
+                        self._apply_offered_roster()
+                    if self._resync_requested:
+                        self._resync_requested = False
+                        await self._reconcile()
+                        self._svc.changes.notify()
+                        continue
+                    pacer = self._pacer
+                    if (
+                        pacer is not None
+                        and self._owed_epoch > self._drained_epoch
+                        and self._drain_place == _Place.NONE
+                    ):
+                        self._ask_drain()
+                        continue
+                    # While waiting for the idle budget only a retry wakes the room.
+                    due = schedule.retry_due if self._idle_waiting else schedule.due
+                    item: InboxItem | None = None
+                    if pacer is None:
+                        item = await self._next_item_alone(due)
+                    elif self._arm_timer(pacer, due):
+                        got = await self._inbox.get()
+                        if not isinstance(got, TimedOut):
+                            item = got
+                    else:
+                        await trio.lowlevel.checkpoint()
+                    if item is None:
+                        now = trio.current_time()
+                        if pacer is not None and not schedule.retry_is_due(now):
+                            # The periodic reconcile is due: ask the agent-wide budget.
+                            self._idle_waiting = True
+                            pacer.want_idle(self, self._last_reconcile)
+                        else:
+                            self._resync_requested = True  # the periodic reconcile is due
+                        continue
+                    await self._on_item(item)
+                    self._svc.changes.notify()
                 except Exception:
                     # Supervised: a bug must neither kill the agent nor leave
                     # a deaf room behind.
@@ -478,54 +564,35 @@ class Room:
                     self._resync_requested = True
                     await trio.sleep(self._config.retry_delay)
         finally:
-            self._inbox_send.close()
+            self._inbox.close()
+            self._wake_at = math.inf
             if self._pacer is not None:
                 self._pacer.forget(self.room_id)
                 self._drain_place = _Place.NONE
                 self._idle_waiting = False
 
-    async def _work(self) -> None:
-        assert self._schedule is not None
-        while True:
-            if self._fenced:
-                # Parked between steps: cancelling now interrupts no REST call.
-                self._parked.set()
-                await trio.sleep_forever()
-            if self._synthetic and not self._stopped:
-                await self._run_synthetic(self._synthetic[0])
-                self._svc.changes.notify()
-                continue
-            if self._offered_roster is not None:
-                self._apply_offered_roster()
-            if self._resync_requested:
-                self._resync_requested = False
-                await self._reconcile()
-                self._svc.changes.notify()
-                continue
-            pacer = self._pacer
-            if (
-                pacer is not None
-                and self._owed_epoch > self._drained_epoch
-                and self._drain_place == _Place.NONE
-            ):
-                self._ask_drain()
-                continue
-            item: InboxItem | None = None
-            # While waiting for the idle budget only a retry wakes the room.
-            due = self._schedule.retry_due if self._idle_waiting else self._schedule.due
-            with trio.move_on_at(due):
-                item = await self._inbox_recv.receive()
-            if item is None:
-                now = trio.current_time()
-                if pacer is not None and not self._schedule.retry_is_due(now):
-                    # The periodic reconcile is due: ask the agent-wide budget.
-                    self._idle_waiting = True
-                    pacer.want_idle(self, self._last_reconcile)
-                else:
-                    self._resync_requested = True  # the periodic reconcile is due
-                continue
-            await self._on_item(item)
-            self._svc.changes.notify()
+    async def _next_item_alone(self, due: float) -> InboxItem | None:
+        """Without a pacer: the next inbox item, or None once ``due`` has passed."""
+        with trio.move_on_at(due):
+            got = await self._inbox.get()
+            return None if isinstance(got, TimedOut) else got
+        return None
+
+    def _arm_timer(self, pacer: RoomPacer, due: float) -> bool:
+        """Ask the pacer to wake the room at ``due``; False when it has passed.
+
+        The pacer keeps every room's time: an idle room holds no cancel scope
+        and no deadline of its own.
+        """
+        if due <= trio.current_time():
+            return False
+        if due != self._wake_at:
+            self._wake_at = due
+            if math.isinf(due):
+                pacer.cancel_wake(self.room_id)
+            else:
+                pacer.wake_at(self, due)
+        return True
 
     def _apply_offered_roster(self) -> None:
         offered, self._offered_roster = self._offered_roster, None
@@ -642,7 +709,7 @@ class Room:
             # needs none).
             for message_id in self._ledger.pending_acks(self.room_id):
                 with log_context(message_id=message_id):
-                    acked = await self._settler.ack(message_id)
+                    acked = await self._settling().ack(message_id)
                 if not acked:
                     result = ReconcileOutcome.RETRY
                     return
@@ -758,7 +825,7 @@ class Room:
             if decision is Admission.ACK_ONLY:
                 # The turn already ran (a reply was journaled, or it completed):
                 # only the processed mark is owed, never a second run.
-                return await self._settler.ack_outcome(ev.id)
+                return await self._settling().ack_outcome(ev.id)
             if decision is Admission.RETRY:
                 return MessageOutcome.RETRY
             self._counts.skipped += 1
@@ -768,19 +835,19 @@ class Room:
                 processed=admission.processed_on_platform(
                     ev.metadata.delivery_status, self._svc.agent_id
                 ),
-                open_reply_intents=self._replies.owed(ev.id),
+                open_reply_intents=self._recovery().owed(ev.id),
             )
             if decision is Admission.MARK_COMPLETED:
                 ledger.mark_completed(self.room_id, ev.id)
                 self._counts.skipped += 1
                 return MessageOutcome.SKIPPED
             if decision is Admission.CHECK_REPLY:
-                decision = admission.after_reply_check(await self._replies.check(ev))
+                decision = admission.after_reply_check(await self._recovery().check(ev))
                 if decision is Admission.RETRY:
                     return MessageOutcome.RETRY
                 if decision is Admission.ACK_ONLY:
                     # An earlier post did land: the turn answered; only ack it.
-                    return await self._settler.ack_outcome(ev.id)
+                    return await self._settling().ack_outcome(ev.id)
             attempt = ledger.record_attempt(claim)
             if admission.before_run(attempt) is Admission.FAIL_EXHAUSTED:
                 logger.warning(
@@ -789,7 +856,7 @@ class Room:
                     ev.id,
                     attempt.max_attempts,
                 )
-                return await self._settler.carry_out(ev.id, settlement.settle_exhausted())
+                return await self._settling().carry_out(ev.id, settlement.settle_exhausted())
             return await self._run_turn(ev, claim, attempt)
         finally:
             ledger.release(claim)
@@ -862,15 +929,15 @@ class Room:
             charged = settlement.charges_attempt(end)
             if (
                 settlement.may_have_replied(end)
-                and self._replies.owed(ev.id)
-                and await self._replies.check(ev) is ReplyCheck.LANDED
+                and self._recovery().owed(ev.id)
+                and await self._recovery().check(ev) is ReplyCheck.LANDED
             ):
                 # The turn failed around a reply post with no known outcome,
                 # and that reply is on the platform: the message was answered.
                 # Ack it rather than fail it (and never tell the room that
                 # nothing reached it).
                 end, error = TurnEnd.SUCCESS, None
-            return await self._settler.settle_turn(
+            return await self._settling().settle_turn(
                 ev.id,
                 end,
                 attempt=attempt,
@@ -903,7 +970,7 @@ class Room:
             # instead of being torn down mid-request.
             async with trio.open_nursery() as nursery:
                 if cfg.enable_working_state and self._svc.hub_room_id() != self.room_id:
-                    nursery.start_soon(self._activity.keep_working, turn)
+                    nursery.start_soon(self._reporter().keep_working, turn)
                 try:
                     with scope:
                         try:
@@ -914,7 +981,7 @@ class Room:
                     turn.ended.set()
         finally:
             if turn.working_reported:
-                await self._activity.report_idle()
+                await self._reporter().report_idle()
         end = settlement.classify_turn_end(
             cancelled=scope.cancelled_caught,
             aborted=turn.aborted,

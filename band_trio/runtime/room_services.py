@@ -18,6 +18,7 @@ from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.pacer import RoomPacer
+from band_trio.runtime.participant_rows import ParticipantRows
 from band_trio.runtime.room_rest import RuntimeRest
 from band_trio.runtime.running_turn import RunningTurn
 from band_trio.runtime.state_changes import StateChanges
@@ -70,6 +71,7 @@ class RoomServices:
         turn_durations: where every room records its turns' durations.
         pacer: the agent-wide pace of bulk drains and idle reconciles (the
             engine sets one); None lets each room drain on its own timer.
+        participant_rows: shares identical roster rows across the rooms.
     """
 
     agent_id: str
@@ -86,6 +88,7 @@ class RoomServices:
     changes: StateChanges = attrs.field(factory=StateChanges)
     turn_durations: TurnDurations = attrs.field(factory=TurnDurations)
     pacer: RoomPacer | None = None
+    participant_rows: ParticipantRows = attrs.field(factory=ParticipantRows)
 
 
 @attrs.frozen

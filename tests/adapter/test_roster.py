@@ -331,3 +331,11 @@ def test_known_tokens_never_survive_rewrite(ids: list[str], filler: str) -> None
     assert "@[[u-alice]]" not in out
     assert "@[[u-bob]]" not in out
     assert out.count("@[[u-nobody]]") == content.count("@[[u-nobody]]")
+
+
+def test_a_relisted_equal_row_is_kept_as_given() -> None:
+    first = ChatParticipant(id="u1", role="member", status="active", type="User", name="Ann")
+    roster = Roster([first])
+    again = ChatParticipant(id="u1", role="member", status="active", type="User", name="Ann")
+    roster.replace_snapshot([again])
+    assert roster.get("u1") is again
