@@ -40,6 +40,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from band_trio.testing.conformance import (
     AdapterConformance,
     HistoryConverterConformance,
+    RunOptions,
     validate_langchain_messages,
 )
 
@@ -198,6 +199,15 @@ class TestLangGraphAdapterConformance(AdapterConformance):
 
     def make_adapter(self) -> LangGraphAdapter:
         return make_adapter()
+
+    def make_options(self) -> RunOptions:
+        # A Trio step of the adapter waits for the interpreter lock while the
+        # graph's thread holds it; on a loaded 2-core machine the OS can
+        # preempt that thread for a while with the lock held (0.544 s measured
+        # once, a wait the detector cannot tell from a blocking call). One
+        # second still catches an adapter that sleeps or does blocking I/O on
+        # the loop.
+        return RunOptions(block_threshold=1.0)
 
 
 class TestLangChainHistoryConverterConformance(HistoryConverterConformance):
