@@ -17,7 +17,8 @@ functions injected so that it can be tested without touching the process):
   ``AgentConfig.gc_freeze_min_rooms`` rooms, run one ``gc.collect()`` (so the
   garbage of start-up is not frozen with the rooms), then ``gc.freeze()``.
   0 turns the policy off.
-* **Churn.** A removed room's objects stay frozen (never collected) until an
+* **Churn.** Reference counting still frees frozen objects, but cycles among
+  them are never collected, and a removed room leaves some behind until an
   unfreeze. When more rooms have been removed since the freeze than a quarter
   of the rooms frozen, ``gc.unfreeze()`` makes them collectable again, and the
   next settle (at once when no drain is running) collects and freezes anew.
