@@ -568,6 +568,7 @@ class Agent:
             settled=engine.drains_settled,
             rooms=lambda: len(engine.serving_rooms()),
             removed=lambda: engine.rooms_removed,
+            epoch=lambda: engine.drain_epoch,
         )
 
     async def _subscribe_contacts(self, link: BandLink, agent_id: str) -> None:

@@ -222,9 +222,10 @@ class AgentConfig:
             and then ``gc.freeze()`` the process, so the rooms' long-lived
             state is left out of every later collection (a full collection
             over ten thousand rooms stops the event loop for hundreds of
-            milliseconds). The agent unfreezes when more than a quarter of
-            the rooms frozen have been removed (and freezes again at the next
-            settle), and when it stops serving. 0 turns this off. See
+            milliseconds). It freezes anew once a reconnect's drains settled;
+            it unfreezes when more than a quarter of the rooms frozen have
+            been removed (and freezes again at the next settle), and when it
+            stops serving. 0 turns this off. See
             :mod:`band_trio.runtime.gc_policy` for several agents in one
             process.
         enable_context_hydration: load room history on a session bootstrap.

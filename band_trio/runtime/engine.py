@@ -181,6 +181,11 @@ class AgentEngine:
         drains = self._pacer.drains
         return not drains.waiting and not drains.running
 
+    @property
+    def drain_epoch(self) -> int:
+        """Bumped by every reconnect (or lost room topic) that drains the rooms again."""
+        return self._pacer.epoch
+
     def statistics(self) -> EngineStatistics:
         """The engine's counters now."""
         d = self.dispatcher

@@ -17,6 +17,13 @@ functions injected so that it can be tested without touching the process):
   ``AgentConfig.gc_freeze_min_rooms`` rooms, run one ``gc.collect()`` (so the
   garbage of start-up is not frozen with the rooms), then ``gc.freeze()``.
   0 turns the policy off.
+* **Renew after a reconnect.** A reconnect drains every room again, which
+  replaces much of each room's long-lived state (its loop's cancel scope, its
+  roster from the new listing): the new objects are not frozen and full
+  collections grow again, while the replaced ones, when they sat in reference
+  cycles, stay frozen for ever. So at the first settle after a reconnect the
+  agent unfreezes, collects (one full pause, inside a reconnect that already
+  takes seconds at this scale) and freezes again.
 * **Churn.** Reference counting still frees frozen objects, but cycles among
   them are never collected, and a removed room leaves some behind until an
   unfreeze. When more rooms have been removed since the freeze than a quarter
@@ -187,6 +194,7 @@ class GcFreezePolicy:
         """The process's unfreeze count when this agent froze (None: not frozen)."""
         self._frozen_rooms = 0
         self._removed_at_freeze = 0
+        self._epoch_at_freeze = 0
         self._freezes = 0
         self._unfreezes = 0
 
@@ -218,27 +226,41 @@ class GcFreezePolicy:
             self.frozen and removed - self._removed_at_freeze > self._frozen_rooms * CHURN_FRACTION
         )
 
-    def on_settled(self, rooms: int, removed: int) -> bool:
+    def wants_renewal(self, epoch: int) -> bool:
+        """Frozen, and a reconnect happened since (``epoch`` moved).
+
+        Args:
+            epoch: the agent's reconnect count (any counter bumped by every
+                reconnect that drains the rooms again).
+        """
+        return self.frozen and epoch != self._epoch_at_freeze
+
+    def on_settled(self, rooms: int, removed: int, epoch: int = 0) -> bool:
         """Start-up (or the drains after a reconnect or an added room) settled:
-        collect and freeze when due.
+        collect and freeze when due, or renew the freeze after a reconnect.
 
         Args:
             rooms: rooms served now.
             removed: rooms removed so far (the churn count starts from it).
+            epoch: the reconnect count now (see :meth:`wants_renewal`).
 
         Returns:
             True when it froze.
         """
+        renewing = self.wants_renewal(epoch)
+        if renewing:
+            self._unfreeze()
         if not self.wants_freeze() or rooms < self.min_rooms:
             return False
         done = self._process.freeze(self)
         self._unfreezes_seen = done.unfreezes
         self._frozen_rooms = rooms
         self._removed_at_freeze = removed
+        self._epoch_at_freeze = epoch
         self._freezes += 1
         logger.info(
-            "garbage collector frozen with %d rooms: %d objects frozen, "
-            "%d collected first in %.0f ms",
+            "garbage collector %s with %d rooms: %d objects frozen, %d collected first in %.0f ms",
+            "frozen again after a reconnect" if renewing else "frozen",
             rooms,
             done.objects,
             done.collected,
@@ -295,6 +317,7 @@ async def serve_gc_policy(
     settled: Callable[[], bool],
     rooms: Callable[[], int],
     removed: Callable[[], int],
+    epoch: Callable[[], int] = lambda: 0,
 ) -> None:
     """Apply ``policy`` until cancelled, then unfreeze if it froze.
 
@@ -308,6 +331,7 @@ async def serve_gc_policy(
             it is checked on every state change).
         rooms: rooms served now (called only when settled).
         removed: rooms removed so far (cheap, as ``settled``).
+        epoch: bumped by every reconnect (cheap, as ``settled``).
 
     Cancellation: the way it ends; the unfreeze runs on the way out.
     """
@@ -316,12 +340,15 @@ async def serve_gc_policy(
             return
         while True:
             await changes.wait_for(
-                lambda: (policy.wants_freeze() and settled()) or policy.churned(removed())
+                lambda: (
+                    ((policy.wants_freeze() or policy.wants_renewal(epoch())) and settled())
+                    or policy.churned(removed())
+                )
             )
             if policy.on_removed(removed()):
                 changes.notify()
-            if policy.wants_freeze() and settled():
-                if policy.on_settled(rooms(), removed()):
+            if (policy.wants_freeze() or policy.wants_renewal(epoch())) and settled():
+                if policy.on_settled(rooms(), removed(), epoch()):
                     changes.notify()
                 else:
                     # Too few rooms: the count can only grow by a room being

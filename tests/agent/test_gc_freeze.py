@@ -80,6 +80,29 @@ async def test_removing_more_than_a_quarter_of_the_rooms_unfreezes(
             assert gc.get_freeze_count() == 0
 
 
+async def test_frozen_again_once_a_reconnect_has_drained_every_room(
+    band_platform: LocalPlatform,
+) -> None:
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            rooms = [await s.new_room() for _ in range(3)]
+            agent = s.make_agent(RecordingAdapter(), fast_config(gc_freeze_min_rooms=3))
+            async with serving(agent):
+                await s.wait_for(lambda: agent.statistics().gc.frozen)
+                drained = {r.room_id: r.resyncs for r in agent.statistics().per_room}
+                await band_platform.drop_agent_sockets(s.agent_id)
+                await s.wait_for(lambda: agent.statistics().gc.freezes == 2)
+                stats = agent.statistics()
+                # Renewed only after every room drained again.
+                assert stats.reconnects == 1
+                assert all(r.resyncs > drained[r.room_id] for r in stats.per_room)
+                assert (stats.gc.frozen, stats.gc.unfreezes) == (True, 1)
+                word = token()
+                mid = await s.post(rooms[2], word)
+                await s.wait_for(lambda: s.processed(rooms[2], mid))
+            assert gc.get_freeze_count() == 0
+
+
 async def _serve_until_drained_and_answered(s: Scene, agent: Agent, rooms: list[str]) -> None:
     async with serving(agent):
         await s.wait_for(

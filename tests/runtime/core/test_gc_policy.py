@@ -131,6 +131,28 @@ def test_churn_beyond_a_quarter_unfreezes_and_the_next_settle_freezes_again() ->
     assert policy.churned(29 + 19)
 
 
+def test_the_first_settle_after_a_reconnect_renews_the_freeze() -> None:
+    fake, _, policy = make(min_rooms=10)
+    fake.allocate(1000)
+    policy.on_settled(rooms=10, removed=0, epoch=0)
+    assert not policy.wants_renewal(0)
+    # The reconnect's drains replaced part of the rooms' state: new objects
+    # to freeze, and replaced ones (garbage, but frozen) to let go.
+    fake.allocate(300)
+    fake.garbage = 300  # as many frozen ones were replaced
+    assert policy.wants_renewal(1)
+    assert policy.on_settled(rooms=10, removed=0, epoch=1)
+    assert fake.calls == ["collect", "freeze", "unfreeze", "collect", "freeze"]
+    assert (fake.frozen, fake.tracked, fake.garbage) == (1000, 0, 0)
+    assert not policy.wants_renewal(1)
+    stats = policy.statistics()
+    assert (stats.frozen, stats.freezes, stats.unfreezes) == (True, 2, 1)
+    # Renewing with too few rooms left only unfreezes.
+    assert not policy.on_settled(rooms=9, removed=0, epoch=2)
+    assert fake.calls[-1] == "unfreeze"
+    assert not policy.frozen
+
+
 def test_exit_unfreezes_once_and_only_if_it_froze() -> None:
     fake, _, policy = make(min_rooms=10)
     policy.close()
@@ -198,7 +220,7 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
     fake = FakeGc()
     policy = GcFreezePolicy(3, ProcessFreeze(fake.functions()))
     changes = StateChanges()
-    state = {"settled": False, "rooms": 2, "removed": 0}
+    state = {"settled": False, "rooms": 2, "removed": 0, "epoch": 0}
 
     def change(**values: int | bool) -> None:
         state.update(values)
@@ -212,6 +234,7 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
                 settled=lambda: bool(state["settled"]),
                 rooms=lambda: int(state["rooms"]),
                 removed=lambda: int(state["removed"]),
+                epoch=lambda: int(state["epoch"]),
             )
         )
         await trio.testing.wait_all_tasks_blocked()
@@ -258,6 +281,15 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
         assert fake.calls[5:] == ["unfreeze", "collect", "freeze"]
         assert policy.frozen
         assert policy.statistics().freezes == 3
+
+        # A reconnect: nothing while its drains run, renewed once they settled.
+        change(epoch=1, settled=False)
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.calls[8:] == []
+        change(settled=True)
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.calls[8:] == ["unfreeze", "collect", "freeze"]
+        assert policy.statistics().freezes == 4
 
         nursery.cancel_scope.cancel()
     assert fake.calls[-1] == "unfreeze"
