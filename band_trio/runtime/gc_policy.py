@@ -19,9 +19,9 @@ functions injected so that it can be tested without touching the process):
   0 turns the policy off.
 * **Renew after a reconnect.** A reconnect drains every room again, which
   replaces much of each room's long-lived state (its loop's cancel scope, its
-  roster from the new listing): the new objects are not frozen and full
-  collections grow again, while the replaced ones, when they sat in reference
-  cycles, stay frozen for ever. So at the first settle after a reconnect the
+  roster from the new listing): the replaced objects go by reference
+  counting, but the new ones are not frozen and full collections grow back.
+  So at the first settle after a reconnect the
   agent unfreezes, collects (one full pause, inside a reconnect that already
   takes seconds at this scale) and freezes again.
 * **Churn.** Reference counting still frees frozen objects, but cycles among
