@@ -21,8 +21,8 @@ functions injected so that it can be tested without touching the process):
   replaces much of each room's long-lived state (its loop's cancel scope, its
   roster from the new listing): the replaced objects go by reference
   counting, but the new ones are not frozen and full collections grow back.
-  So at the first settle after a reconnect the
-  agent unfreezes, collects (one full pause, inside a reconnect that already
+  So at the first settle after a reconnect the agent unfreezes (what sits in
+  cycles can go), collects (one full pause, inside a reconnect that already
   takes seconds at this scale) and freezes again.
 * **Churn.** Reference counting still frees frozen objects, but cycles among
   them are never collected, and a removed room leaves some behind until an
