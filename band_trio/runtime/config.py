@@ -225,9 +225,9 @@ class AgentConfig:
             milliseconds). It freezes anew once a reconnect's drains settled;
             it unfreezes when more than a quarter of the rooms frozen have
             been removed (and freezes again at the next settle), and when it
-            stops serving. 0 turns this off. See
-            :mod:`band_trio.runtime.gc_policy` for several agents in one
-            process.
+            stops serving. 0 turns this off. The operations guide ("The
+            garbage collector") says how several agents in one process
+            share it.
         enable_context_hydration: load room history on a session bootstrap.
         max_history_messages: at most this many history messages (the newest
             ones before the trigger) are given to the adapter.
