@@ -55,6 +55,7 @@ from band_trio.errors import BandConfigError, BandError, RateLimitError
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.contact_events import ContactEventConfig, ContactEventHandler
 from band_trio.runtime.engine import AgentEngine
+from band_trio.runtime.gc_policy import GcFreezePolicy, GcFreezeStatistics, serve_gc_policy
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
@@ -134,6 +135,9 @@ class AgentStatistics:
             heartbeats...), or None when not serving.
         rest: the REST client's counters (calls, retries, errors, requests in
             flight and queued), or None when not serving.
+        gc: the garbage-collector freeze (``AgentConfig.gc_freeze_min_rooms``):
+            whether the agent's rooms are frozen now, the objects frozen in
+            the process, freezes and unfreezes so far.
     """
 
     serving: bool
@@ -157,6 +161,7 @@ class AgentStatistics:
     turn_durations: TurnDurationStatistics = attrs.field(factory=TurnDurationStatistics)
     link: LinkStatistics | None = None
     rest: RestStatistics | None = None
+    gc: GcFreezeStatistics = attrs.field(factory=GcFreezeStatistics)
 
 
 class _Cause(enum.Enum):
@@ -250,6 +255,7 @@ class Agent:
         self._engine: AgentEngine | None = None
         self._link: BandLink | None = None
         self._rest: RestClient | None = None
+        self._gc_policy: GcFreezePolicy | None = None
         self._turn_durations = TurnDurations()
         self._serving = False
         self._shutdown_requested = trio.Event()
@@ -365,6 +371,7 @@ class Agent:
             self._engine = None
             self._link = None
             self._rest = None
+            self._gc_policy = None
             self._changes.notify()
 
     async def _serve_guarded(self, task_status: trio.TaskStatus[None]) -> None:
@@ -480,6 +487,7 @@ class Agent:
                         )
                         task_status.started()
                         self._changes.notify()
+                        root.start_soon(self._serve_gc_policy, engine)
                         with self._signal_receiver() as signals:
                             cause = await self._wait_for_shutdown(outer_cancelled, signals)
                             graceful = await self._shut_down(
@@ -548,6 +556,20 @@ class Agent:
             graceful = await engine.shutdown(now + cfg.shutdown_timeout)
             watch.cancel_scope.cancel()
         return graceful
+
+    async def _serve_gc_policy(self, engine: AgentEngine) -> None:
+        # Started once the start-up rooms are joined: from then on the engine's
+        # drains settling means start-up has settled (see gc_policy).
+        policy = GcFreezePolicy(self.runtime.config.gc_freeze_min_rooms)
+        self._gc_policy = policy
+        await serve_gc_policy(
+            policy,
+            self._changes,
+            settled=engine.drains_settled,
+            rooms=lambda: len(engine.serving_rooms()),
+            removed=lambda: engine.rooms_removed,
+            epoch=lambda: engine.drain_epoch,
+        )
 
     async def _subscribe_contacts(self, link: BandLink, agent_id: str) -> None:
         topic = f"agent_contacts:{agent_id}"
@@ -699,6 +721,9 @@ class Agent:
             turn_durations=self._turn_durations.statistics(),
             link=self._link.statistics() if self._link is not None else None,
             rest=self._rest.statistics() if self._rest is not None else None,
+            gc=self._gc_policy.statistics()
+            if self._gc_policy is not None
+            else GcFreezeStatistics(),
         )
 
     def room_statistics(self, room_id: str) -> RoomStatistics | None:

@@ -217,6 +217,17 @@ class AgentConfig:
             with nothing to do), handed out stalest room first. A push a room
             missed is noticed at most ``idle_resync_max_interval + rooms /
             idle_reconcile_rate`` seconds after that room's previous reconcile.
+        gc_freeze_min_rooms: once start-up has settled (every room joined
+            and drained) with at least this many rooms, collect garbage once
+            and then ``gc.freeze()`` the process, so the rooms' long-lived
+            state is left out of every later collection (a full collection
+            over ten thousand rooms stops the event loop for hundreds of
+            milliseconds). It freezes anew once a reconnect's drains settled;
+            it unfreezes when more than a quarter of the rooms frozen have
+            been removed (and freezes again at the next settle), and when it
+            stops serving. 0 turns this off. The operations guide ("The
+            garbage collector") says how several agents in one process
+            share it.
         enable_context_hydration: load room history on a session bootstrap.
         max_history_messages: at most this many history messages (the newest
             ones before the trigger) are given to the adapter.
@@ -274,6 +285,7 @@ class AgentConfig:
     )
     retry_delay: float = attrs.field(default=1.0, validator=_v_positive)
     idle_reconcile_rate: float = attrs.field(default=4.0, validator=_v_positive)
+    gc_freeze_min_rooms: int = attrs.field(default=1000, validator=_v_count(0))
     enable_context_hydration: bool = attrs.field(default=True, validator=_v_bool)
     max_history_messages: int = attrs.field(default=100, validator=_v_count(0))
     history_page_size: int = attrs.field(default=100, validator=_v_count(1))
@@ -408,6 +420,7 @@ _INT_FIELDS: Final = frozenset(
         "max_held_events",
         "max_parallel_joins",
         "max_parallel_drains",
+        "gc_freeze_min_rooms",
         "max_history_messages",
         "history_page_size",
         "max_history_pages",

@@ -144,6 +144,8 @@ class AgentEngine:
         self._lost_rooms: set[str] = set()
         self._reconnects = 0
         self._join_failures = 0
+        self.rooms_removed = 0
+        """Rooms removed so far (a running count)."""
         self._all_done = trio.Event()
         self._all_done.set()
         # Forcing (cancellation, a second signal) gives every cleanup still to
@@ -184,6 +186,22 @@ class AgentEngine:
     def serving_rooms(self) -> Mapping[str, Room]:
         """The rooms being served now, by id."""
         return {rid: s.room for rid, s in self._rooms.items() if s.serving and not s.removed}
+
+    def drains_settled(self) -> bool:
+        """No start-up or reconnect drain is waiting or running (cheap).
+
+        Once :meth:`serve` has started, every room listed at start-up has
+        joined (or is retrying) and asked for its drain, so this turning true
+        means start-up has settled; an added room or a reconnect makes it
+        false again until their drains are done.
+        """
+        drains = self._pacer.drains
+        return not drains.waiting and not drains.running
+
+    @property
+    def drain_epoch(self) -> int:
+        """Bumped by every reconnect (or lost room topic) that drains the rooms again."""
+        return self._pacer.epoch
 
     def statistics(self) -> EngineStatistics:
         """The engine's counters now."""
@@ -295,6 +313,7 @@ class AgentEngine:
         if slot.removed:
             return
         slot.removed = True
+        self.rooms_removed += 1
         logger.info("room %s removed; leaving it", room_id)
         slot.room.fence()
         slot.scope.cancel()

@@ -289,6 +289,8 @@ def fast_config(**overrides: Any) -> AgentConfig:
         "cleanup_timeout": 2.0,
         "join_retry_delays": (0.05, 0.1, 0.2),
         "retry_delay": 0.05,
+        # Freezing the garbage collector is per process: a test turns it on.
+        "gc_freeze_min_rooms": 0,
     }
     values.update(overrides)
     return AgentConfig(**values)
