@@ -182,3 +182,17 @@ async def test_a_same_origin_redirect_is_followed_with_the_key() -> None:
         ("/api/v1/agent/chats/room-1/messages/next", API_KEY),
         ("/api/v1/agent/chats/room-2/messages/next", API_KEY),
     ]
+
+
+@pytest.mark.parametrize(
+    "target", ["https://elsewhere.test/api/v1/agent/me", "//elsewhere.test/api/v1/agent/me"]
+)
+async def test_a_path_not_under_the_base_url_is_built_by_httpx_and_guarded(target: str) -> None:
+    recorder = Recorder([ok({"id": "a"})])
+    async with _client(recorder) as rest:
+        await rest._request("GET", target)
+        expected = _as_httpx_builds(rest, "GET", target)
+        if expected.url.host != "band.test":
+            # The key guard runs on every request: the key never leaves the origin.
+            del expected.headers["X-API-Key"]
+        _same(recorder.last, expected)

@@ -522,7 +522,8 @@ class RestClientCore:
 
         httpx merges a relative path into its base URL by parsing the path,
         then the merged URL again; one parse of the whole URL gives the same
-        URL. Cookies the platform set earlier are merged by httpx itself.
+        URL. Cookies the platform set earlier, and a path that is not
+        relative to the base URL, are left to httpx itself.
         """
         client = self._client
         timeout = (
@@ -530,7 +531,7 @@ class RestClientCore:
             if per_attempt == self._config.timeout
             else httpx.Timeout(per_attempt).as_dict()
         )
-        if client.cookies:
+        if client.cookies or path[:1] != "/" or path[:2] == "//":
             return client.build_request(
                 method,
                 path,
@@ -559,8 +560,8 @@ class RestClientCore:
         The request goes straight to the transport: httpx's client adds an
         authentication flow, a redirect loop and hooks around every request,
         a large share of a request's cost in an agent that drains thousands
-        of rooms. Only a redirect is handed back to httpx's client, which
-        follows it (the key guard hook included).
+        of rooms. The request hooks (the key guard) run here as httpx runs
+        them; a redirect is handed back to httpx's client, which follows it.
 
         Raises:
             httpx.HTTPError: as from ``httpx.AsyncClient.send``.
@@ -569,6 +570,8 @@ class RestClientCore:
         client = self._client
         if transport is None:
             return await client.send(request)
+        for hook in client.event_hooks["request"]:
+            await hook(request)  # the key guard, as httpx runs it on every request
         try:
             response = await transport.handle_async_request(request)
         except httpx.RequestError as exc:
