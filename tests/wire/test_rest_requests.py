@@ -196,3 +196,21 @@ async def test_a_path_not_under_the_base_url_is_built_by_httpx_and_guarded(targe
             # The key guard runs on every request: the key never leaves the origin.
             del expected.headers["X-API-Key"]
         _same(recorder.last, expected)
+
+
+async def test_the_client_hooks_see_every_request_and_response() -> None:
+    seen: list[str] = []
+
+    async def on_request(request: httpx.Request) -> None:
+        seen.append(f"request {request.url.path}")
+
+    async def on_response(response: httpx.Response) -> None:
+        seen.append(f"response {response.status_code} {response.request.url.path}")
+
+    recorder = Recorder([httpx.Response(204)])
+    async with _client(recorder) as rest:
+        rest._client.event_hooks["request"].append(on_request)
+        rest._client.event_hooks["response"].append(on_response)
+        await rest.next_message("room-1")
+    path = "/api/v1/agent/chats/room-1/messages/next"
+    assert seen == [f"request {path}", f"response 204 {path}"]

@@ -435,6 +435,9 @@ class RestClientCore:
             send_headers["Content-Type"] = "application/json"
         query = encode_query(params) if params else None
         request = self._build_request(method, path, query, content, send_headers, per_attempt)
+        # Only a path under the base URL skips httpx's client (an absolute
+        # URL may need what the client does for it, such as its userinfo).
+        direct = path[:1] == "/" and path[:2] != "//"
         attempt = 0
         while True:
             self._attempts += 1
@@ -443,7 +446,7 @@ class RestClientCore:
             async with self._slots:
                 with trio.move_on_after(per_attempt) as scope:
                     try:
-                        response = await self._send(request)
+                        response = await self._send(request, direct=direct)
                     except httpx.HTTPError as exc:
                         failure = exc
             if scope.cancelled_caught:
@@ -554,7 +557,7 @@ class RestClientCore:
             extensions={"timeout": timeout},
         )
 
-    async def _send(self, request: httpx.Request) -> httpx.Response:
+    async def _send(self, request: httpx.Request, *, direct: bool) -> httpx.Response:
         """Send ``request`` and read the response, as ``httpx.AsyncClient.send`` does.
 
         The request goes straight to the transport: httpx's client adds an
@@ -568,7 +571,7 @@ class RestClientCore:
         """
         transport = self._direct
         client = self._client
-        if transport is None:
+        if transport is None or not direct:
             return await client.send(request)
         for hook in client.event_hooks["request"]:
             await hook(request)  # the key guard, as httpx runs it on every request
@@ -590,6 +593,8 @@ class RestClientCore:
                     response.status_code,
                     response.reason_phrase,
                 )
+            for response_hook in client.event_hooks["response"]:
+                await response_hook(response)
             if response.has_redirect_location:
                 follow = client._build_redirect_request(request, response)
                 await response.aread()
