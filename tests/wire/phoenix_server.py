@@ -75,6 +75,8 @@ class FakePhoenix:
         self.answer_leaves = True
         # topic -> "ok" | "error" | "ignore" | "stale_then_ok"
         self.join_mode: dict[str, str] = {}
+        # When a list: joins wait here unanswered until release_joins().
+        self.held_joins: list[tuple[Conn, list[Any]]] | None = None
         self._changed = trio.Event()
 
     def changed(self) -> None:
@@ -118,8 +120,18 @@ class FakePhoenix:
             conn.closed = True
             self.changed()
 
+    async def release_joins(self, *, hold_more: bool) -> None:
+        """Answer the joins held so far; later joins are held too if ``hold_more``."""
+        held = self.held_joins or []
+        self.held_joins = [] if hold_more else None
+        for conn, frame in held:
+            await self.on_frame(conn, frame)
+
     async def on_frame(self, conn: Conn, frame: list[Any]) -> None:
         join_ref, ref, topic, event, _ = frame
+        if event == "phx_join" and self.held_joins is not None:
+            self.held_joins.append((conn, frame))
+            return
         if event == "phx_join":
             mode = self.join_mode.get(topic, "ok")
             if mode == "ignore_once":

@@ -24,6 +24,7 @@ from band_trio.wire.link import (
     LinkReconnected,
     TopicLost,
 )
+from band_trio.wire.link._band_link import _REJOIN_WINDOW
 
 from .phoenix_server import (
     CHAT,
@@ -135,6 +136,34 @@ async def test_server_close_reconnects_and_rejoins_with_new_join_refs(server: Fa
             await server.push(CHAT, "message_created", MESSAGE)
             assert isinstance(await running.next(), MessageCreated)
             assert running.link.statistics().reconnects == 1
+            nursery.cancel_scope.cancel()
+
+
+async def test_rejoins_after_a_reconnect_are_pipelined_in_a_bounded_window(
+    server: FakePhoenix,
+) -> None:
+    rooms = [f"chat_room:r{i}" for i in range(3 * _REJOIN_WINDOW)]
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            running = await start(nursery, make_link(server))
+            for topic in rooms:
+                await running.link.join(topic)
+            server.held_joins = []
+            await server.conn.ws.aclose(1000)
+            # Nothing is answered yet: the link has sent as many joins as its
+            # window allows, and no more.
+            await server.wait_until(lambda: len(server.held_joins or ()) >= _REJOIN_WINDOW)
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+            assert len(server.held_joins or ()) == _REJOIN_WINDOW
+            # Each answer lets one more join out.
+            await server.release_joins(hold_more=True)
+            await server.wait_until(lambda: len(server.held_joins or ()) >= _REJOIN_WINDOW)
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+            assert len(server.held_joins or ()) == _REJOIN_WINDOW
+            await server.release_joins(hold_more=False)
+            reconnected = await running.next()
+            assert reconnected == LinkReconnected(1, (CONTROL, ROOMS, *rooms), ())
+            assert set(server.conn.joins) == {CONTROL, ROOMS, *rooms}
             nursery.cancel_scope.cancel()
 
 

@@ -69,6 +69,8 @@ DEAD_CLOSE_CODE: Final = 4000
 DEAD_CLOSE_REASON: Final = "Heartbeat dead-threshold exceeded"
 MALFORMED_CLOSE_CODE: Final = 1002
 _ON_CONFLICT_VALUES: Final = frozenset({"supersede", "reject"})
+_REJOIN_WINDOW: Final = 32
+"""Rejoins in flight at once after a reconnect (each waits for its own reply)."""
 
 
 class _SocketGone(Exception):
@@ -482,23 +484,41 @@ class BandLink:
         if not self._started:
             await self._start_up(ws, task_status)
         else:
-            rejoined: list[str] = []
-            lost: list[str] = []
-            for topic in rejoin:
-                if self._proto.state(topic) is not TopicState.NEEDS_REJOIN:
-                    continue
-                result = await self._join_once(ws, topic)
-                if isinstance(result, JoinOk):
-                    rejoined.append(topic)
-                elif isinstance(result, JoinFailed):
-                    lost.append(topic)
-                else:
-                    # Timed out: keep trying on this socket in the background.
-                    nursery.start_soon(self._recover, ws, topic)
+            rejoined, lost = await self._rejoin(ws, nursery, rejoin)
             self._reconnects += 1
             logger.info("WebSocket reconnected; %d topic(s) rejoined", len(rejoined))
             await self._deliver(LinkReconnected(self._reconnects, tuple(rejoined), tuple(lost)))
         await trio.sleep_forever()
+
+    async def _rejoin(
+        self, ws: trio_websocket.WebSocketConnection, nursery: trio.Nursery, topics: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """Rejoin ``topics`` on a new socket; return those rejoined and those refused.
+
+        Up to ``_REJOIN_WINDOW`` joins are in flight at once: one at a time,
+        an agent in thousands of rooms would wait for thousands of round
+        trips (and pay the event loop's cost of each wait) before its rooms
+        hear pushes again. Both lists keep the order of ``topics``.
+        """
+        results: list[JoinOk | JoinFailed | None] = [None] * len(topics)
+        pending = iter(enumerate(topics))
+
+        async def worker() -> None:
+            for index, topic in pending:
+                if self._proto.state(topic) is not TopicState.NEEDS_REJOIN:
+                    continue
+                result = await self._join_once(ws, topic)
+                results[index] = result
+                if result is None:
+                    # Timed out: keep trying on this socket in the background.
+                    nursery.start_soon(self._recover, ws, topic)
+
+        async with trio.open_nursery() as workers:
+            for _ in range(min(_REJOIN_WINDOW, len(topics))):
+                workers.start_soon(worker)
+        rejoined = [t for t, r in zip(topics, results, strict=True) if isinstance(r, JoinOk)]
+        lost = [t for t, r in zip(topics, results, strict=True) if isinstance(r, JoinFailed)]
+        return rejoined, lost
 
     async def _start_up(
         self, ws: trio_websocket.WebSocketConnection, task_status: trio.TaskStatus[None]

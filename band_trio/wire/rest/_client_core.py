@@ -17,6 +17,7 @@ redirect that leaves the base URL's origin.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import ssl
 import time
@@ -68,6 +69,8 @@ __all__ = [
 ]
 
 logger = get_logger("band_trio.wire.rest")
+# httpx's own logger: a request sent past httpx's client still logs its line there.
+_httpx_logger = logging.getLogger("httpx")
 
 T = TypeVar("T")
 
@@ -300,6 +303,12 @@ class RestClientCore:
             follow_redirects=True,
             event_hooks={"request": [self._guard_key_on_redirect]},
         )
+        # Requests go straight to this transport (see _send), unless proxies
+        # are configured: then httpx picks the transport per URL.
+        self._direct: httpx.AsyncBaseTransport | None = None if proxied else transport
+        # Every path is appended to this (httpx's base URL ends with "/").
+        self._url_prefix = str(self._client.base_url).rstrip("/")
+        self._default_timeout = httpx.Timeout(config.timeout).as_dict()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._base_url}>"
@@ -425,14 +434,10 @@ class RestClientCore:
             content = text.encode()
             send_headers["Content-Type"] = "application/json"
         query = encode_query(params) if params else None
-        request = self._client.build_request(
-            method,
-            path,
-            params=query,
-            content=content,
-            headers=send_headers,
-            timeout=httpx.Timeout(per_attempt),
-        )
+        request = self._build_request(method, path, query, content, send_headers, per_attempt)
+        # Only a path under the base URL skips httpx's client (an absolute
+        # URL may need what the client does for it, such as its userinfo).
+        direct = path[:1] == "/" and path[:2] != "//"
         attempt = 0
         while True:
             self._attempts += 1
@@ -441,7 +446,7 @@ class RestClientCore:
             async with self._slots:
                 with trio.move_on_after(per_attempt) as scope:
                     try:
-                        response = await self._client.send(request)
+                        response = await self._send(request, direct=direct)
                     except httpx.HTTPError as exc:
                         failure = exc
             if scope.cancelled_caught:
@@ -506,6 +511,99 @@ class RestClientCore:
             attempt += 1
             self._retries += 1
             await trio.sleep(delay)
+
+    def _build_request(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        content: bytes | None,
+        headers: Mapping[str, str],
+        per_attempt: float,
+    ) -> httpx.Request:
+        """The request ``httpx.AsyncClient.build_request`` would build, for less.
+
+        httpx merges a relative path into its base URL by parsing the path,
+        then the merged URL again; one parse of the whole URL gives the same
+        URL. Cookies the platform set earlier, and a path that is not
+        relative to the base URL, are left to httpx itself.
+        """
+        client = self._client
+        timeout = (
+            self._default_timeout
+            if per_attempt == self._config.timeout
+            else httpx.Timeout(per_attempt).as_dict()
+        )
+        if client.cookies or path[:1] != "/" or path[:2] == "//":
+            return client.build_request(
+                method,
+                path,
+                params=query,
+                content=content,
+                headers=headers,
+                extensions={"timeout": timeout},
+            )
+        if headers:
+            merged = httpx.Headers(client.headers)
+            merged.update(headers)
+        else:
+            merged = client.headers
+        return httpx.Request(
+            method,
+            httpx.URL(self._url_prefix + path),
+            params=query,
+            content=content,
+            headers=merged,
+            extensions={"timeout": timeout},
+        )
+
+    async def _send(self, request: httpx.Request, *, direct: bool) -> httpx.Response:
+        """Send ``request`` and read the response, as ``httpx.AsyncClient.send`` does.
+
+        The request goes straight to the transport: httpx's client adds an
+        authentication flow, a redirect loop and hooks around every request,
+        a large share of a request's cost in an agent that drains thousands
+        of rooms. The request hooks (the key guard) run here as httpx runs
+        them; a redirect is handed back to httpx's client, which follows it.
+
+        Raises:
+            httpx.HTTPError: as from ``httpx.AsyncClient.send``.
+        """
+        transport = self._direct
+        client = self._client
+        if transport is None or not direct:
+            return await client.send(request)
+        for hook in client.event_hooks["request"]:
+            await hook(request)  # the key guard, as httpx runs it on every request
+        try:
+            response = await transport.handle_async_request(request)
+        except httpx.RequestError as exc:
+            exc.request = request
+            raise
+        response.request = request
+        try:
+            if "set-cookie" in response.headers:
+                client.cookies.extract_cookies(response)
+            if _httpx_logger.isEnabledFor(logging.INFO):
+                _httpx_logger.info(
+                    'HTTP Request: %s %s "%s %d %s"',
+                    request.method,
+                    request.url,
+                    response.http_version,
+                    response.status_code,
+                    response.reason_phrase,
+                )
+            for response_hook in client.event_hooks["response"]:
+                await response_hook(response)
+            if response.has_redirect_location:
+                follow = client._build_redirect_request(request, response)
+                await response.aread()
+                return await client.send(follow)
+            await response.aread()
+        except BaseException:
+            await response.aclose()
+            raise
+        return response
 
     def _transport_error(
         self, exc: httpx.HTTPError, method: str, path: str, *, outcome_unknown: bool = False
