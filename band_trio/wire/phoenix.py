@@ -324,6 +324,21 @@ class PhoenixProtocol:
             entry.state = TopicState.NEEDS_REJOIN
             entry.join_ref = None
 
+    def cancel_join(self, topic: str, join_ref: str) -> str | None:
+        """Withdraw join ``join_ref`` whose caller stopped waiting (cancelled).
+
+        If the topic is still joining with that ``join_ref``, it is unregistered
+        (a late reply is dropped) and the ``phx_leave`` frame to send is
+        returned, so the platform does not keep the channel either. Returns
+        None, changing nothing, if the topic has moved on (joined, another
+        join, a leave, a reconnect).
+        """
+        entry = self._topics.get(topic)
+        if entry is None or entry.state is not TopicState.JOINING or entry.join_ref != join_ref:
+            return None
+        del self._topics[topic]
+        return _encode(join_ref, self._next_ref(), topic, "phx_leave")
+
     def forget(self, topic: str) -> None:
         """Unregister a topic locally, whatever its state (for example after a timeout)."""
         self._topics.pop(topic, None)

@@ -308,6 +308,42 @@ async def test_concurrent_joins_share_one_phx_join(server: FakePhoenix) -> None:
             nursery.cancel_scope.cancel()
 
 
+async def test_a_join_cancelled_before_its_reply_is_withdrawn(server: FakePhoenix) -> None:
+    """A caller cancelled while its join waits for the reply (a room removed
+    while joining): the topic is not left "joining" (a new join works), a
+    late reply does not join it, the platform gets a leave, and a caller
+    sharing the join is told at once."""
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            running = await start(nursery, make_link(server))
+            server.held_joins = []
+            shared: list[JoinError] = []
+
+            async def share() -> None:
+                try:
+                    await running.link.join(CHAT)
+                except JoinError as exc:
+                    shared.append(exc)
+
+            async with trio.open_nursery() as joining:
+                joining.start_soon(running.link.join, CHAT)
+                await server.wait_until(lambda: bool(server.held_joins))
+                nursery.start_soon(share)
+                await trio.testing.wait_all_tasks_blocked()
+                joining.cancel_scope.cancel()
+            await server.wait_until(lambda: bool(server.frames("phx_leave")))
+            assert [f[2] for f in server.frames("phx_leave")] == [CHAT]
+            await server.release_joins(hold_more=False)  # the late reply
+            await trio.testing.wait_all_tasks_blocked()
+            assert CHAT not in running.link.statistics().joined_topics
+            assert len(shared) == 1
+            assert shared[0].retryable
+            assert [f[2] for f in server.frames("phx_join")].count(CHAT) == 1
+            await running.link.join(CHAT)
+            assert CHAT in running.link.statistics().joined_topics
+            nursery.cancel_scope.cancel()
+
+
 async def test_leave_without_reply_gives_up_after_the_timeout(
     server: FakePhoenix, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -147,6 +147,31 @@ def test_join_error_reply_unregisters_with_reason() -> None:
     assert proto.state(TOPIC) is None
 
 
+def test_a_withdrawn_join_is_unregistered_and_its_late_reply_dropped() -> None:
+    proto = connected()
+    ref, _ = proto.send_join(TOPIC)
+    text = proto.cancel_join(TOPIC, ref)
+    assert text is not None
+    assert json.loads(text)[::2] == [ref, TOPIC, {}]
+    assert json.loads(text)[3] == "phx_leave"
+    assert proto.state(TOPIC) is None
+    assert proto.receive_frame(ok_reply(ref, ref), 0.0) == []
+    assert proto.state(TOPIC) is None
+    new_ref, _ = proto.send_join(TOPIC)  # joinable again, with a fresh ref
+    assert new_ref != ref
+
+
+def test_withdrawing_a_join_that_moved_on_changes_nothing() -> None:
+    proto, ref = joined()
+    assert proto.cancel_join(TOPIC, ref) is None  # already joined
+    assert proto.state(TOPIC) is TopicState.JOINED
+    proto.reset_connection(1.0)
+    new_ref, _ = proto.send_join(TOPIC)
+    assert proto.cancel_join(TOPIC, ref) is None  # an older join's ref
+    assert proto.state(TOPIC) is TopicState.JOINING
+    assert proto.cancel_join(TOPIC, new_ref) is not None
+
+
 def test_join_error_default_reason() -> None:
     proto = connected()
     ref, _ = proto.send_join(TOPIC)

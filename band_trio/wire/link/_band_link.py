@@ -8,7 +8,7 @@ tasks (reader, heartbeat, forwarder, channel recovery) and the waits.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Final, NoReturn, cast
 
 import attrs
@@ -710,9 +710,14 @@ class BandLink:
                 self._proto.extend_deadline(trio.current_time() - started)
 
     async def _join_once(
-        self, ws: trio_websocket.WebSocketConnection, topic: str
+        self, ws: trio_websocket.WebSocketConnection, topic: str, *, withdraw: bool = False
     ) -> JoinOk | JoinFailed | None:
-        """Send one join and wait for its reply; ``None`` on timeout or a lost socket."""
+        """Send one join and wait for its reply; ``None`` on timeout or a lost socket.
+
+        With ``withdraw``, a caller cancelled before the reply takes the join
+        back (see :meth:`_withdraw_join`); otherwise the topic is left for a
+        rejoin, as after a timeout.
+        """
         join_ref, frame = self._proto.send_join(topic)
         waiter = _Waiter(join_ref)
         self._join_waiters[topic] = waiter
@@ -722,6 +727,13 @@ class BandLink:
                 await waiter.done.wait()
         except trio_websocket.ConnectionClosed:
             pass
+        except BaseException:
+            if withdraw:
+                await self._withdraw_join(ws, topic, join_ref)
+            else:
+                self._proto.abandon_join(topic, join_ref)
+            waiter.done.set()  # a caller sharing this join stops waiting (no result)
+            raise
         finally:
             if self._join_waiters.get(topic) is waiter:
                 del self._join_waiters[topic]
@@ -731,6 +743,23 @@ class BandLink:
         # Timed out or the socket went: a late reply must not count any more.
         self._proto.abandon_join(topic, join_ref)
         return None
+
+    async def _withdraw_join(
+        self, ws: trio_websocket.WebSocketConnection, topic: str, join_ref: str
+    ) -> None:
+        """The caller of :meth:`join` is gone before the reply (a room removed
+        while joining): the topic is unregistered at once, so it is neither
+        joined by a late reply nor left "joining" for the next caller, and a
+        ``phx_leave`` tells the platform (best effort, bounded)."""
+        frame = self._proto.cancel_join(topic, join_ref)
+        if frame is None:
+            return
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(self.config.leave_timeout),
+            suppress(trio_websocket.ConnectionClosed, trio.BrokenResourceError, OSError),
+        ):
+            await self._send(ws, frame)
 
     async def _recover(self, ws: trio_websocket.WebSocketConnection, topic: str) -> None:
         """Rejoin a crashed or timed-out channel on the same socket.
@@ -783,8 +812,10 @@ class BandLink:
                 return
             if isinstance(pending.result, JoinFailed):
                 raise JoinError(topic, pending.result.reason)
+            if pending.done.is_set():
+                raise JoinError(topic, "the join it shared was cancelled", retryable=True)
             raise JoinError(topic, "timeout", retryable=True)
-        result = await self._join_once(ws, topic)
+        result = await self._join_once(ws, topic, withdraw=True)
         if isinstance(result, JoinOk):
             return
         if isinstance(result, JoinFailed):
