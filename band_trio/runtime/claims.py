@@ -619,9 +619,7 @@ class ClaimsState:
     def restore_known_reply(self, room_id: str, reply_id: str) -> list[str]:
         """Loading a journal: a known reply (oldest first). Returns the ids the
         bound evicts, which the journal should drop too."""
-        return _bounded_add(
-            self._known.setdefault(room_id, {}), reply_id, KNOWN_REPLIES_PER_ROOM
-        )
+        return _bounded_add(self._known.setdefault(room_id, {}), reply_id, KNOWN_REPLIES_PER_ROOM)
 
     def restore_intent(self, room_id: str, message_id: str, digest: str) -> None:
         """Loading a journal: an open reply intent (in journal order)."""
@@ -641,9 +639,7 @@ class ClaimsState:
     def restore_failed(self, room_id: str, message_id: str) -> list[str]:
         """Loading a journal: a failed message (oldest first). Returns the ids
         the bound evicts."""
-        return _bounded_add(
-            self._failed.setdefault(room_id, {}), message_id, self.failed_per_room
-        )
+        return _bounded_add(self._failed.setdefault(room_id, {}), message_id, self.failed_per_room)
 
     # ----------------------------------------------------------------- internals
 
