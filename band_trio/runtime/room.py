@@ -559,6 +559,9 @@ class Room:
                         got = await self._inbox.get()
                         if not isinstance(got, TimedOut):
                             item = got
+                        # Not kept in the frame while the room waits for its
+                        # next item: it would hold the last message for hours.
+                        del got
                     else:
                         await trio.lowlevel.checkpoint()
                     if item is None:
