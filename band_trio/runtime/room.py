@@ -1110,7 +1110,9 @@ class Room:
     async def _refresh_roster(self) -> None:
         try:
             participants = await self._rest.list_participants(self.room_id)
-            self._roster.replace_snapshot(participants)
+            # Identical rows (the agent's own, a user's) are shared across rooms.
+            share = self._svc.participant_rows.share
+            self._roster.replace_snapshot([share(p) for p in participants])
         except BandError as exc:
             # Kept stale: the next turn or reconcile tries again, so one failed
             # read never leaves a room with no roster for good.
