@@ -57,10 +57,6 @@ class ReplyRecovery:
         that a new instance would not have)."""
         return not self._lookups
 
-    def owed(self, message_id: str) -> bool:
-        """True when a reply to the message was posted with no known outcome."""
-        return bool(self._ledger.reply_intents(self._room_id, message_id))
-
     async def check(self, ev: MessageCreated) -> ReplyCheck:
         """Find out whether the platform stored the reply to ``ev``.
 

@@ -231,9 +231,11 @@ class Room:
         self._schedule: DrainSchedule | None = None
         self._wake_at = math.inf
         self._parked = False
-        # Everything below is created on first use: an agent may hold ten
-        # thousand rooms, most of them idle, and each object an idle room
-        # keeps costs memory and lengthens every full garbage collection.
+        # Everything below is created on first use, and the helpers are
+        # dropped again once the room is idle with nothing for them to
+        # remember: an agent may hold ten thousand rooms, most of them idle,
+        # and each object an idle room keeps costs memory and lengthens
+        # every full garbage collection.
         self._parked_event: trio.Event | None = None
         self._system_lines: deque[str] | None = None
         self._synthetic: deque[PlatformMessage] | None = None
