@@ -37,6 +37,12 @@ class ActivityReporter:
         self._config = config
         self._warned = False
 
+    @property
+    def warned(self) -> bool:
+        """True while reports fail and the failure was logged (later ones are
+        logged at debug level until a report succeeds)."""
+        return self._warned
+
     async def keep_working(self, turn: RunningTurn) -> None:
         """Report ``working: true`` once the turn outlasts the grace period, then
         every keep-alive until the turn ends.

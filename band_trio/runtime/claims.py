@@ -225,12 +225,26 @@ class ClaimsCounts:
     released_entries: int = 0
 
 
-def _bounded_add(table: OrderedDict[str, None], item: str, limit: int) -> list[str]:
+# The per-room id tables are plain dicts used as insertion-ordered sets
+# (oldest first), not OrderedDicts: a dict of strings is not tracked by the
+# cyclic garbage collector and takes about half the memory, and an agent may
+# hold such tables for ten thousand rooms.
+_IdTable = dict[str, None]
+
+
+def _to_end(table: _IdTable, item: str) -> None:
+    """Make ``item`` the newest entry of ``table``."""
+    table.pop(item, None)
     table[item] = None
-    table.move_to_end(item)
+
+
+def _bounded_add(table: _IdTable, item: str, limit: int) -> list[str]:
+    _to_end(table, item)
     evicted: list[str] = []
     while len(table) > limit:
-        evicted.append(table.popitem(last=False)[0])
+        oldest = next(iter(table))
+        del table[oldest]
+        evicted.append(oldest)
     return evicted
 
 
@@ -274,11 +288,11 @@ class ClaimsState:
         self._attempts: dict[Key, int] = {}
         self._replies: dict[Key, list[str]] = {}
         self._intents: dict[Key, list[str]] = {}
-        self._known: dict[str, OrderedDict[str, None]] = {}
+        self._known: dict[str, _IdTable] = {}
         self._acks: dict[Key, None] = {}
         self._ack_failures: dict[Key, int] = {}
-        self._completed: dict[str, OrderedDict[str, None]] = {}
-        self._failed: dict[str, OrderedDict[str, None]] = {}
+        self._completed: dict[str, _IdTable] = {}
+        self._failed: dict[str, _IdTable] = {}
         self._changes: list[JournalEntry] = []
 
     def take_changes(self) -> list[JournalEntry]:
@@ -389,7 +403,7 @@ class ClaimsState:
         return tuple(self._replies.get((room_id, message_id), ()))
 
     def _remember(self, room_id: str, reply_id: str) -> None:
-        table = self._known.setdefault(room_id, OrderedDict())
+        table = self._known.setdefault(room_id, {})
         evicted = _bounded_add(table, reply_id, KNOWN_REPLIES_PER_ROOM)
         self._note(Change.REPLY_KNOWN, room_id, reply_id)
         for e in evicted:
@@ -449,7 +463,7 @@ class ClaimsState:
         failed = self._failed.get(room_id)
         if failed is not None:
             failed.pop(message_id, None)
-        table = self._completed.setdefault(room_id, OrderedDict())
+        table = self._completed.setdefault(room_id, {})
         evicted = _bounded_add(table, message_id, self.completed_per_room)
         self._note(Change.COMPLETED, room_id, message_id)
         for e in evicted:
@@ -461,7 +475,7 @@ class ClaimsState:
         if message_id in self._completed.get(room_id, ()):
             return
         self._forget_progress((room_id, message_id))
-        table = self._failed.setdefault(room_id, OrderedDict())
+        table = self._failed.setdefault(room_id, {})
         evicted = _bounded_add(table, message_id, self.failed_per_room)
         self._note(Change.FAILED, room_id, message_id)
         for e in evicted:
@@ -533,7 +547,7 @@ class ClaimsState:
         completed = self._completed.get(room_id)
         if completed is not None and message_id in completed:
             if next(reversed(completed)) != message_id:
-                completed.move_to_end(message_id)
+                _to_end(completed, message_id)
                 self._note(Change.COMPLETED_TOUCHED, room_id, message_id)
             return MessageState.COMPLETED
         if message_id in self._failed.get(room_id, ()):
@@ -605,9 +619,7 @@ class ClaimsState:
     def restore_known_reply(self, room_id: str, reply_id: str) -> list[str]:
         """Loading a journal: a known reply (oldest first). Returns the ids the
         bound evicts, which the journal should drop too."""
-        return _bounded_add(
-            self._known.setdefault(room_id, OrderedDict()), reply_id, KNOWN_REPLIES_PER_ROOM
-        )
+        return _bounded_add(self._known.setdefault(room_id, {}), reply_id, KNOWN_REPLIES_PER_ROOM)
 
     def restore_intent(self, room_id: str, message_id: str, digest: str) -> None:
         """Loading a journal: an open reply intent (in journal order)."""
@@ -621,15 +633,13 @@ class ClaimsState:
         """Loading a journal: a completed message (least recently used first).
         Returns the ids the bound evicts (it was lowered since they were written)."""
         return _bounded_add(
-            self._completed.setdefault(room_id, OrderedDict()), message_id, self.completed_per_room
+            self._completed.setdefault(room_id, {}), message_id, self.completed_per_room
         )
 
     def restore_failed(self, room_id: str, message_id: str) -> list[str]:
         """Loading a journal: a failed message (oldest first). Returns the ids
         the bound evicts."""
-        return _bounded_add(
-            self._failed.setdefault(room_id, OrderedDict()), message_id, self.failed_per_room
-        )
+        return _bounded_add(self._failed.setdefault(room_id, {}), message_id, self.failed_per_room)
 
     # ----------------------------------------------------------------- internals
 

@@ -50,12 +50,12 @@ class ReplyRecovery:
         self._ledger = ledger
         self._page_size = page_size
         self._lookups = ReplyLookups()
-        self.recovered = 0
-        """Messages found already answered (acked, not run again)."""
 
-    def owed(self, message_id: str) -> bool:
-        """True when a reply to the message was posted with no known outcome."""
-        return bool(self._ledger.reply_intents(self._room_id, message_id))
+    @property
+    def idle(self) -> bool:
+        """True when no failed lookup is waiting to be retried (nothing kept
+        that a new instance would not have)."""
+        return not self._lookups
 
     async def check(self, ev: MessageCreated) -> ReplyCheck:
         """Find out whether the platform stored the reply to ``ev``.
@@ -112,5 +112,4 @@ class ReplyRecovery:
         # Journaled, hence accounted for: never the lost reply of another message.
         ledger.reply_sent(room_id, ev.id, landed)
         ledger.clear_reply_intents(room_id, ev.id)
-        self.recovered += 1
         return ReplyCheck.LANDED

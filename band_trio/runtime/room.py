@@ -190,7 +190,6 @@ class Room:
         "_roster",
         "_roster_stale",
         "_schedule",
-        "_settler",
         "_stopped",
         "_svc",
         "_synthetic",
@@ -232,15 +231,16 @@ class Room:
         self._schedule: DrainSchedule | None = None
         self._wake_at = math.inf
         self._parked = False
-        # Everything below is created on first use: an agent may hold ten
-        # thousand rooms, most of them idle, and each object an idle room
-        # keeps costs memory and lengthens every full garbage collection.
+        # Everything below is created on first use, and the helpers are
+        # dropped again once the room is idle with nothing for them to
+        # remember: an agent may hold ten thousand rooms, most of them idle,
+        # and each object an idle room keeps costs memory and lengthens
+        # every full garbage collection.
         self._parked_event: trio.Event | None = None
         self._system_lines: deque[str] | None = None
         self._synthetic: deque[PlatformMessage] | None = None
         self._replies: ReplyRecovery | None = None
         self._activity: ActivityReporter | None = None
-        self._settler: Settler | None = None
         self._counts = RoomCounters()
 
     def __repr__(self) -> str:
@@ -258,22 +258,39 @@ class Room:
             )
         return self._replies
 
+    def _reply_owed(self, message_id: str) -> bool:
+        """True when a reply to the message was posted with no known outcome."""
+        return bool(self._ledger.reply_intents(self.room_id, message_id))
+
+    async def _check_reply(self, ev: MessageCreated) -> ReplyCheck:
+        recovery = self._recovery()
+        try:
+            result = await recovery.check(ev)
+        finally:
+            # Kept only while a failed lookup is being retried: a room that
+            # idles after its turns holds no recovery helper.
+            if recovery.idle and self._replies is recovery:
+                self._replies = None
+        if result is ReplyCheck.LANDED:
+            self._counts.replies_recovered += 1
+        return result
+
     def _reporter(self) -> ActivityReporter:
         if self._activity is None:
             self._activity = ActivityReporter(self.room_id, self._svc.rest, self._config)
         return self._activity
 
     def _settling(self) -> Settler:
-        if self._settler is None:
-            self._settler = Settler(
-                room_id=self.room_id,
-                rest=self._rest,
-                ledger=self._ledger,
-                config=self._config,
-                counters=self._counts,
-                error_texts=_ERROR_TEXTS,
-            )
-        return self._settler
+        # Stateless: made for each use rather than kept by a room that may
+        # idle for hours after its turn.
+        return Settler(
+            room_id=self.room_id,
+            rest=self._rest,
+            ledger=self._ledger,
+            config=self._config,
+            counters=self._counts,
+            error_texts=_ERROR_TEXTS,
+        )
 
     # ------------------------------------------------------------------ dispatcher side
 
@@ -481,7 +498,7 @@ class Room:
             inbox_capacity=self._capacity,
             stopped=self._stopped,
             turn_running=self._turn is not None,
-            replies_recovered=0 if self._replies is None else self._replies.recovered,
+            replies_recovered=counts.replies_recovered,
         )
 
     def _kick(self) -> None:
@@ -544,6 +561,9 @@ class Room:
                         got = await self._inbox.get()
                         if not isinstance(got, TimedOut):
                             item = got
+                        # Not kept in the frame while the room waits for its
+                        # next item: it would hold the last message for hours.
+                        del got
                     else:
                         await trio.lowlevel.checkpoint()
                     if item is None:
@@ -835,14 +855,14 @@ class Room:
                 processed=admission.processed_on_platform(
                     ev.metadata.delivery_status, self._svc.agent_id
                 ),
-                open_reply_intents=self._recovery().owed(ev.id),
+                open_reply_intents=self._reply_owed(ev.id),
             )
             if decision is Admission.MARK_COMPLETED:
                 ledger.mark_completed(self.room_id, ev.id)
                 self._counts.skipped += 1
                 return MessageOutcome.SKIPPED
             if decision is Admission.CHECK_REPLY:
-                decision = admission.after_reply_check(await self._recovery().check(ev))
+                decision = admission.after_reply_check(await self._check_reply(ev))
                 if decision is Admission.RETRY:
                     return MessageOutcome.RETRY
                 if decision is Admission.ACK_ONLY:
@@ -929,8 +949,8 @@ class Room:
             charged = settlement.charges_attempt(end)
             if (
                 settlement.may_have_replied(end)
-                and self._recovery().owed(ev.id)
-                and await self._recovery().check(ev) is ReplyCheck.LANDED
+                and self._reply_owed(ev.id)
+                and await self._check_reply(ev) is ReplyCheck.LANDED
             ):
                 # The turn failed around a reply post with no known outcome,
                 # and that reply is on the platform: the message was answered.
@@ -980,8 +1000,14 @@ class Room:
                 finally:
                     turn.ended.set()
         finally:
-            if turn.working_reported:
-                await self._reporter().report_idle()
+            try:
+                if turn.working_reported:
+                    await self._reporter().report_idle()
+            finally:
+                # A reporter with no failure streak to remember is no
+                # different from a new one: the idle room does not keep it.
+                if self._activity is not None and not self._activity.warned:
+                    self._activity = None
         end = settlement.classify_turn_end(
             cancelled=scope.cancelled_caught,
             aborted=turn.aborted,
@@ -1086,7 +1112,9 @@ class Room:
     async def _refresh_roster(self) -> None:
         try:
             participants = await self._rest.list_participants(self.room_id)
-            self._roster.replace_snapshot(participants)
+            # Identical rows (the agent's own, a user's) are shared across rooms.
+            share = self._svc.participant_rows.share
+            self._roster.replace_snapshot([share(p) for p in participants])
         except BandError as exc:
             # Kept stale: the next turn or reconcile tries again, so one failed
             # read never leaves a room with no roster for good.

@@ -141,3 +141,4 @@ class RoomCounters:
     overflows: int = 0
     resyncs: int = 0
     skipped: int = 0
+    replies_recovered: int = 0

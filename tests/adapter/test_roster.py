@@ -339,3 +339,14 @@ def test_a_relisted_equal_row_is_kept_as_given() -> None:
     again = ChatParticipant(id="u1", role="member", status="active", type="User", name="Ann")
     roster.replace_snapshot([again])
     assert roster.get("u1") is again
+
+
+def test_a_relisting_with_the_same_rows_keeps_the_listed_objects() -> None:
+    """Rows equal to the known ones are taken as listed, not copied: the
+    runtime shares identical rows between rooms, and a re-listing (a
+    reconnect) must not give every room copies of its own."""
+    roster = Roster()
+    roster.replace_snapshot([person("u1"), person("a1", type="Agent")])
+    again = [person("u1"), person("a1", type="Agent")]
+    roster.replace_snapshot(again)
+    assert all(got is listed for got, listed in zip(roster.participants, again, strict=True))

@@ -119,6 +119,44 @@ async def test_a_failed_lookup_is_retried_before_the_message_runs(band_platform)
             assert s.replies_to(room_id, word) == 1
 
 
+async def test_lookups_that_keep_failing_are_given_up_and_the_message_runs_again(
+    band_platform,
+) -> None:  # type: ignore[no-untyped-def]
+    """The context read keeps failing (beyond the REST client's own retries):
+    the room counts the failed lookups across its retries (it is idle between
+    them), gives up after the last and runs the message again, since answering
+    twice is better than never answering."""
+    hit = trio.Event()
+
+    async def behaviour(
+        adapter: RecordingAdapter, msg: PlatformMessage, tools: AgentToolsProtocol
+    ) -> None:
+        try:
+            await echo(adapter, msg, tools)
+        except InternalServerError:
+            if not hit.is_set():
+                band_platform.faults.add("GET", CONTEXT, 502, 1000)
+                hit.set()
+            raise
+
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = RecordingAdapter(behaviour)
+            agent = s.make_agent(adapter)
+            async with serving(agent):
+                band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
+                word = token("given-up")
+                mid = await s.post(room_id, word)
+                await hit.wait()
+                await s.wait_for(lambda: s.processed(room_id, mid))
+                stats = agent.room_statistics(room_id)
+                assert stats is not None
+                assert stats.replies_recovered == 0
+            assert _runs(adapter, word) == 2
+            assert s.replies_to(room_id, word) == 2
+
+
 async def test_killed_after_a_stored_reply_with_a_lost_answer_only_acks_after_restart(
     band_platform,  # type: ignore[no-untyped-def]
     tmp_path: Path,

@@ -19,7 +19,7 @@ import pytest
 import trio
 import trio.testing
 
-from band_trio.errors import BandConfigError
+from band_trio.errors import BandConfigError, InternalServerError
 from band_trio.runtime.config import AgentConfig
 
 from .fakes import Adapter, FakeRest, make_room
@@ -193,3 +193,39 @@ async def test_slow_activity_report_does_not_delay_the_handler(
         # ``working: false`` comes last, after the true report.
         assert [w for _, w in rest.reports] == [True, False]
         nursery.cancel_scope.cancel()
+
+
+class FailingActivity(FakeRest):
+    """Every activity report fails."""
+
+    async def report_activity(self, chat_id: str, working: bool, activity: Any = None) -> bool:
+        await trio.lowlevel.checkpoint()
+        raise InternalServerError(502, message="activity is down")
+
+
+async def test_a_failing_activity_endpoint_is_warned_about_once_across_turns(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The failure streak outlives the turn: the second turn's failed reports
+    are not warned about again (the room idles between the turns)."""
+    rest = FailingActivity()
+    adapter = Adapter()
+    started: list[float] = []
+    handler_taking(adapter, 3.0, started)  # beyond the 1 s grace: reports are sent
+    room = make_room(rest, adapter)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(room.serve)
+        first = rest.add("first")
+        await trio.sleep(30)
+        second = rest.add("second")
+        room.request_resync()
+        await trio.sleep(30)
+        assert [rest.status[first], rest.status[second]] == ["processed", "processed"]
+        assert len(started) == 2
+        nursery.cancel_scope.cancel()
+    warnings = [
+        r
+        for r in caplog.records
+        if r.levelname == "WARNING" and "activity report failed" in r.getMessage()
+    ]
+    assert len(warnings) == 1
