@@ -7,8 +7,7 @@ tasks (reader, heartbeat, forwarder, channel recovery) and the waits.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from typing import Final, NoReturn, cast
 
 import attrs
@@ -39,7 +38,13 @@ from band_trio.wire.link._link_records import (
     LinkStatistics,
     TopicLost,
 )
-from band_trio.wire.link._socket_support import MalformedWindow, ShieldedStarter
+from band_trio.wire.link._socket_support import (
+    MalformedWindow,
+    ShieldedStarter,
+    SocketEnd,
+    SocketGone,
+    one_error,
+)
 from band_trio.wire.link._upgrade import (
     UpgradeTarget,
     build_ws_url,
@@ -73,62 +78,11 @@ _REJOIN_WINDOW: Final = 32
 """Rejoins in flight at once after a reconnect (each waits for its own reply)."""
 
 
-class _SocketGone(Exception):
-    """Internal: the session's socket ended (never escapes the link).
-
-    ``alive`` marks a close we chose while the platform was still talking
-    (malformed frames): not a drop by the platform.
-    """
-
-    def __init__(self, code: int | None, why: str, *, alive: bool = False) -> None:
-        super().__init__(why)
-        self.code = code
-        self.why = why
-        self.alive = alive
-
-
-@attrs.define
-class _SocketEnd:
-    """How one socket ended: its uptime, close code, and whether we closed a
-    live connection ourselves."""
-
-    uptime: float
-    code: int | None
-    alive: bool = False
-
-
 @attrs.define
 class _Waiter:
     join_ref: str | None
     done: trio.Event = attrs.field(factory=trio.Event)
     result: PhoenixEvent | None = None
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for sub in exc.exceptions:
-            yield from _leaves(sub)
-    else:
-        yield exc
-
-
-@contextmanager
-def _one_error() -> Iterator[None]:
-    """Turn a nursery's ExceptionGroup holding one real error into that error.
-
-    Several internal "socket gone" signals (reader and heartbeat noticing the
-    same close) count as one; any other error wins over them.
-    """
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        real = [e for e in _leaves(group) if not isinstance(e, trio.Cancelled)]
-        other = [e for e in real if not isinstance(e, _SocketGone)]
-        if len(other) == 1:
-            raise other[0] from None
-        if not other and real:
-            raise real[0] from None
-        raise
 
 
 class BandLink:
@@ -305,7 +259,7 @@ class BandLink:
         self._events = events
         self._backlog = 0
         try:
-            with _one_error():
+            with one_error():
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._forward, receive, events)
                     await self._connection_loop(task_status)
@@ -389,13 +343,13 @@ class BandLink:
             logger.info("WebSocket reconnect in %.2f s (%s)", delay, type(error).__name__)
             await trio.sleep(delay)
 
-    async def _run_socket(self, *, first: bool, task_status: trio.TaskStatus[None]) -> _SocketEnd:
+    async def _run_socket(self, *, first: bool, task_status: trio.TaskStatus[None]) -> SocketEnd:
         """One socket's life, until it ends."""
         target = upgrade_target(self._url_first if first else self._url_again)
         headers = [(b"x-api-key", self._api_key.encode("utf-8"))]
         opened_at = trio.current_time()
         try:
-            with _one_error():
+            with one_error():
                 async with trio.open_nursery() as conn_nursery:
                     starter = ShieldedStarter(conn_nursery)
                     ws: trio_websocket.WebSocketConnection | None = None
@@ -404,9 +358,9 @@ class BandLink:
                         opened_at = trio.current_time()
                         try:
                             await self._session(ws, task_status=task_status)
-                        except _SocketGone as gone:
+                        except SocketGone as gone:
                             uptime = trio.current_time() - opened_at
-                            return _SocketEnd(uptime, gone.code, gone.alive)
+                            return SocketEnd(uptime, gone.code, gone.alive)
                         raise AssertionError("a session ends only when its socket does")
                     finally:
                         self._end_session()
@@ -467,7 +421,7 @@ class BandLink:
         rejoin = self._proto.reset_connection(now)
         self._ws = ws
         self._forced = None
-        with _one_error():
+        with one_error():
             async with trio.open_nursery() as nursery:
                 await self._session_body(ws, nursery, rejoin, task_status)
 
@@ -560,7 +514,7 @@ class BandLink:
         self._forced = (code, why, alive)
         with trio.move_on_after(self.config.close_timeout):
             await ws.aclose(code, why)
-        raise _SocketGone(code, why, alive=alive)
+        raise SocketGone(code, why, alive=alive)
 
     async def _heartbeat(self, ws: trio_websocket.WebSocketConnection) -> NoReturn:
         proto = self._proto
@@ -577,7 +531,7 @@ class BandLink:
                     with trio.fail_after(proto.dead_after):
                         await self._send(ws, frame)
                 except trio_websocket.ConnectionClosed:
-                    raise _SocketGone(None, "closed while sending a heartbeat") from None
+                    raise SocketGone(None, "closed while sending a heartbeat") from None
                 except trio.TooSlowError:
                     self._dead += 1
                     logger.warning("heartbeat could not be sent; reconnecting")
@@ -602,14 +556,14 @@ class BandLink:
             except trio_websocket.ConnectionClosed as exc:
                 if self._forced is not None:
                     forced_code, why, alive = self._forced
-                    raise _SocketGone(forced_code, why, alive=alive) from None
+                    raise SocketGone(forced_code, why, alive=alive) from None
                 code = exc.reason.code if exc.reason is not None else None
                 if code == 1009:
                     self._oversize += 1
                     logger.warning(
                         "refused an incoming frame above %d bytes", self.config.max_message_size
                     )
-                raise _SocketGone(code, "socket closed") from None
+                raise SocketGone(code, "socket closed") from None
             self._frames_in += 1
             now = trio.current_time()
             try:
