@@ -41,15 +41,16 @@ functions injected so that it can be tested without touching the process):
 * **Bounded growth.** Frozen objects that later end up in reference cycles
   are freed only by an unfreeze. After each full collection the callback also
   reads the size of the heap (``sys.getallocatedblocks()``, one look at each
-  memory pool, not at each object; right after a full collection it counts the
-  live objects plus the frozen garbage). When it exceeds
+  memory pool; ``gc.get_freeze_count()`` would walk every frozen object, tens
+  of milliseconds at this scale). Right after a full collection that size is
+  the live objects plus the frozen garbage. When it exceeds
   :data:`GROWTH_FACTOR` times its size at the last full freeze, a renewal is
   due: at the next settle the agent unfreezes, collects and freezes again
   (the same full pause as a freeze, the holders of the process staying
   frozen). So the frozen garbage stays under a quarter of the heap as it was
-  at the last full freeze (while the live heap does not shrink, which removed
-  rooms, the way it shrinks, take care of by the churn rule); a heap that
-  grows for real costs one renewal per quarter of growth. The callback is in
+  at the last full freeze, as long as the live heap does not shrink (removed
+  rooms, the way it shrinks, fall under the churn rule); a heap that grows for
+  real costs one renewal per quarter of growth. The callback is in
   ``gc.callbacks`` only while the process is frozen.
 * **Exit.** When the agent stops serving (any way), it unfreezes if it froze.
 
