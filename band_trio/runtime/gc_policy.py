@@ -39,19 +39,22 @@ functions injected so that it can be tested without touching the process):
   walks only what survived since. ``gc.freeze()`` only splices the collector's
   lists (constant time), so the callback costs next to nothing.
 * **Bounded growth.** Frozen objects that later end up in reference cycles
-  are freed only by an unfreeze. After each full collection the callback also
-  reads the size of the heap (``sys.getallocatedblocks()``, one look at each
-  memory pool; ``gc.get_freeze_count()`` would walk every frozen object, tens
-  of milliseconds at this scale). Right after a full collection that size is
-  the live objects plus the frozen garbage. When it exceeds
-  :data:`GROWTH_FACTOR` times its size at the last full freeze, a renewal is
-  due: at the next settle the agent unfreezes, collects and freezes again
-  (the same full pause as a freeze, the holders of the process staying
-  frozen). So the frozen garbage stays under a quarter of the heap as it was
-  at the last full freeze, as long as the live heap does not shrink (removed
-  rooms, the way it shrinks, fall under the churn rule); a heap that grows for
-  real costs one renewal per quarter of growth. The callback is in
-  ``gc.callbacks`` only while the process is frozen.
+  are freed only by an unfreeze. So when the frozen objects are more than
+  :data:`GROWTH_FACTOR` times as many as right after the last full freeze
+  (the one after a full ``gc.collect()``, when none of them was garbage), a
+  renewal is due: at the next settle the agent unfreezes, collects and
+  freezes again (the same full pause as a freeze, every holder of the process
+  staying frozen). The frozen garbage therefore stays under a quarter of the
+  objects frozen at the last full freeze, as long as the live objects do not
+  shrink (removed rooms, the way they shrink, fall under the churn rule); live
+  state that really grows costs one renewal per quarter of growth. Counting
+  the frozen objects (``gc.get_freeze_count()``) walks all of them, tens of
+  milliseconds at this scale, so the callback keeps an upper bound instead:
+  the last exact count plus the survivors it froze since (counted as it
+  freezes them, a walk of what the collection just walked); only when that
+  bound passes the limit does it count exactly, and a renewal is due if the
+  exact count passes it too. The callback is in ``gc.callbacks`` only while
+  the process is frozen.
 * **Exit.** When the agent stops serving (any way), it unfreezes if it froze.
 
 ``gc.freeze()`` acts on the whole process, not on one agent. The agents of one
@@ -70,13 +73,12 @@ keeps every holder frozen.
 :func:`serve_gc_policy` is the Trio shell: it waits on the agent's state
 changes for the settle signal, the churn threshold and a due renewal (the
 agent's state changes with every event it handles, which is also what makes
-the heap grow), and applies the policy.
+the frozen objects grow), and applies the policy.
 """
 
 from __future__ import annotations
 
 import gc
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -103,9 +105,9 @@ CHURN_FRACTION = 0.25
 which the agent unfreezes (so the removed rooms' objects can be collected)."""
 
 GROWTH_FACTOR = 1.25
-"""Heap size after a full collection, as a multiple of its size at the last
-full freeze, beyond which the freeze is renewed (unfreeze, collect, freeze) so
-that frozen garbage stays under a quarter of the heap."""
+"""Objects frozen, as a multiple of those frozen by the last full freeze,
+beyond which the freeze is renewed (unfreeze, collect, freeze), so that
+frozen garbage stays under a quarter of them."""
 
 GcCallback = Callable[[Literal["start", "stop"], dict[str, int]], object]
 """A ``gc.callbacks`` entry: called with the phase and the collection's info."""
@@ -123,8 +125,9 @@ class GcFunctions:
     """Measures how long the collection before a freeze took (for the log)."""
     callbacks: list[GcCallback] = gc.callbacks
     """Where the callback that freezes the survivors of full collections goes."""
-    heap: Callable[[], int] = sys.getallocatedblocks
-    """The size of the heap, cheap to read (0 when unknown: no growth check)."""
+    unfrozen: Callable[[], int] = lambda: len(gc.get_objects())
+    """Objects tracked outside the permanent generation (right after a full
+    collection: its survivors)."""
 
 
 @attrs.frozen
@@ -139,8 +142,9 @@ class GcFreezeStatistics:
         unfreezes: times this agent unfroze so far (churn, exit).
         refreezes: full collections whose survivors were frozen at their end,
             in the process, while it was frozen.
-        renewals: times this agent renewed the freeze because the heap grew
-            (see ``GROWTH_FACTOR``; neither an unfreeze nor a freeze above).
+        renewals: times this agent renewed the freeze because the frozen
+            objects grew (see ``GROWTH_FACTOR``; neither an unfreeze nor a
+            freeze above).
     """
 
     frozen: bool = False
@@ -159,8 +163,8 @@ class _Frozen:
     objects: int
     seconds: float
     unfreezes: int
-    heap_before: int = 0
-    """The heap size that made a renewal due (0 for a freeze)."""
+    grown: int = 0
+    """The frozen count that made a renewal due (0 for a freeze)."""
 
 
 class ProcessFreeze:
@@ -182,9 +186,13 @@ class ProcessFreeze:
         self._unfreezes = 0
         self._frozen = False
         """Frozen now (the callback is in ``functions.callbacks``)."""
-        self._heap_at_freeze = 0
-        self._heap_grown = 0
-        """The heap size that made a renewal due (0: none due)."""
+        self._frozen_at_freeze = 0
+        """Objects frozen by the last full freeze."""
+        self._frozen_bound = 0
+        """At least the objects frozen now: the last exact count plus the
+        survivors frozen since."""
+        self._grown = 0
+        """The frozen count that made a renewal due (0: none due)."""
         self._refreezes = 0
         self._callback: GcCallback = self._after_collection
 
@@ -204,15 +212,15 @@ class ProcessFreeze:
         return self._refreezes
 
     @property
-    def heap_at_freeze(self) -> int:
-        """The heap size right after the last full freeze (0: unknown)."""
-        return self._heap_at_freeze
+    def frozen_at_freeze(self) -> int:
+        """Objects frozen by the last full freeze (collect, then freeze)."""
+        return self._frozen_at_freeze
 
     @property
     def renewal_due(self) -> bool:
-        """Frozen, and the heap grew past ``GROWTH_FACTOR`` times its size at
-        the last full freeze (cheap: read on every state change)."""
-        return self._heap_grown > 0
+        """Frozen, and the objects frozen passed ``GROWTH_FACTOR`` times
+        those of the last full freeze (cheap: read on every state change)."""
+        return self._grown > 0
 
     def holds(self, holder: object) -> bool:
         """True when ``holder`` froze and has not unfrozen or left since."""
@@ -234,12 +242,12 @@ class ProcessFreeze:
             holder renewed first).
         """
         with self._lock:
-            grown = self._heap_grown
+            grown = self._grown
             if not grown or not self._frozen or holder not in self._holders:
                 return None
             self.functions.unfreeze()
             done = self._collect_and_freeze()
-            return attrs.evolve(done, heap_before=grown)
+            return attrs.evolve(done, grown=grown)
 
     def unfreeze(self, holder: object) -> bool:
         """Unfreeze everything if ``holder`` holds a freeze; every other holder
@@ -255,7 +263,7 @@ class ProcessFreeze:
             self.functions.unfreeze()
             self._unfreezes += 1
             self._frozen = False
-            self._heap_grown = 0
+            self._grown = 0
             self._remove_callback()
             return True
 
@@ -266,12 +274,13 @@ class ProcessFreeze:
         collected = fn.collect()
         seconds = fn.clock() - started
         fn.freeze()
-        self._heap_at_freeze = fn.heap()
-        self._heap_grown = 0
+        frozen = fn.freeze_count()
+        self._frozen_at_freeze = self._frozen_bound = frozen
+        self._grown = 0
         if not self._frozen:
             self._frozen = True
             fn.callbacks.append(self._callback)
-        return _Frozen(collected, fn.freeze_count(), seconds, self._unfreezes)
+        return _Frozen(collected, frozen, seconds, self._unfreezes)
 
     def _remove_callback(self) -> None:
         callbacks = self.functions.callbacks
@@ -280,8 +289,8 @@ class ProcessFreeze:
 
     def _after_collection(self, phase: str, info: dict[str, Any]) -> None:
         """At the end of a full collection while frozen: freeze its survivors
-        and check the heap's growth. Runs inside the collector, in whatever
-        thread allocated: never blocks, never raises."""
+        and check the growth of the frozen objects. Runs inside the collector,
+        in whatever thread allocated: never blocks, never raises."""
         if phase != "stop" or info.get("generation") != 2:
             return
         if not self._lock.acquire(blocking=False):
@@ -290,13 +299,16 @@ class ProcessFreeze:
             if not self._frozen:
                 return
             fn = self.functions
+            survivors = fn.unfrozen()
             fn.freeze()
             self._refreezes += 1
-            base = self._heap_at_freeze
-            if base > 0 and not self._heap_grown:
-                heap = fn.heap()
-                if heap > base * GROWTH_FACTOR:
-                    self._heap_grown = heap
+            self._frozen_bound += survivors
+            limit = self._frozen_at_freeze * GROWTH_FACTOR
+            if self._frozen_bound > limit and not self._grown:
+                # Some frozen objects may have gone since: count exactly.
+                self._frozen_bound = fn.freeze_count()
+                if self._frozen_bound > limit:
+                    self._grown = self._frozen_bound
         except Exception:
             # Raised from a collector callback it would only reach
             # sys.unraisablehook; the next full collection tries again.
@@ -374,13 +386,14 @@ class GcFreezePolicy:
         return self.frozen and epoch != self._epoch_at_freeze
 
     def wants_growth_renewal(self) -> bool:
-        """Frozen, and the heap grew past ``GROWTH_FACTOR`` times its size at
-        the last full freeze (cheap, as :meth:`wants_freeze`)."""
+        """Frozen, and the objects frozen passed ``GROWTH_FACTOR`` times those
+        of the last full freeze (cheap, as :meth:`wants_freeze`)."""
         return self._process.renewal_due and self.frozen
 
-    def on_heap_grown(self) -> bool:
-        """At a settle, with the heap grown: unfreeze, collect and freeze again
-        (the frozen garbage goes; every holder of the process stays frozen).
+    def on_grown(self) -> bool:
+        """At a settle, with the frozen objects grown: unfreeze, collect and
+        freeze again (the frozen garbage goes; every holder of the process
+        stays frozen).
 
         Returns:
             True when it renewed (False when not due, or another agent of the
@@ -388,16 +401,16 @@ class GcFreezePolicy:
         """
         if not self.wants_growth_renewal():
             return False
-        base = self._process.heap_at_freeze
+        base = self._process.frozen_at_freeze
         done = self._process.renew(self)
         if done is None:
             return False
         self._renewals += 1
         logger.info(
-            "garbage collector frozen again, the heap having grown from %d to %d blocks: "
+            "garbage collector frozen again, the objects frozen having grown from %d to %d: "
             "%d objects frozen, %d collected first in %.0f ms",
             base,
-            done.heap_before,
+            done.grown,
             done.objects,
             done.collected,
             done.seconds * 1000,
@@ -532,7 +545,7 @@ async def serve_gc_policy(
                     # Too few rooms: the count can only grow by a room being
                     # added, which drains, so look again after the next drain.
                     await changes.wait_for(lambda: not settled())
-            elif policy.wants_growth_renewal() and settled() and policy.on_heap_grown():
+            elif policy.wants_growth_renewal() and settled() and policy.on_grown():
                 changes.notify()
     finally:
         policy.close()

@@ -1,7 +1,7 @@
 """The garbage-collector freeze policy, with the ``gc`` functions replaced by a
 model of the generations: the threshold, churn, exit, the survivors of full
-collections frozen, the renewal when the heap grew, and two agents sharing one
-process."""
+collections frozen, the renewal when the frozen objects grew, and two agents
+sharing one process."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ class FakeGc:
     garbage: int = 0
     frozen: int = 0
     frozen_garbage: int = 0
+    counts: int = 0
+    """Exact counts of the frozen objects (each walks all of them)."""
     calls: list[str] = attrs.Factory(list)
     callbacks: list[GcCallback] = attrs.Factory(list)
 
@@ -79,10 +81,11 @@ class FakeGc:
         self.frozen = self.frozen_garbage = 0
 
     def freeze_count(self) -> int:
+        self.counts += 1
         return self.frozen
 
-    def heap(self) -> int:
-        return self.tracked + self.frozen
+    def unfrozen(self) -> int:
+        return self.tracked
 
     def allocate(self, live: int, garbage: int = 0) -> None:
         self.tracked += live + garbage
@@ -92,6 +95,10 @@ class FakeGc:
         """Frozen objects become cyclic garbage: only an unfreeze lets them go."""
         self.frozen_garbage += frozen
 
+    def release(self, frozen: int) -> None:
+        """Frozen objects freed by reference counting."""
+        self.frozen -= frozen
+
     def functions(self) -> GcFunctions:
         return GcFunctions(
             collect=self.collect,
@@ -100,7 +107,7 @@ class FakeGc:
             freeze_count=self.freeze_count,
             clock=lambda: 0.0,
             callbacks=self.callbacks,
-            heap=self.heap,
+            unfrozen=self.unfrozen,
         )
 
 
@@ -296,38 +303,42 @@ def test_while_frozen_the_survivors_of_each_full_collection_are_frozen_too() -> 
     assert not process.renewal_due
 
 
-def test_a_heap_grown_past_the_factor_is_renewed_and_the_frozen_garbage_freed(
+def test_frozen_objects_grown_past_the_factor_are_renewed_and_the_garbage_freed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="band_trio.runtime.gc_policy")
     fake, process, policy = make(min_rooms=10)
     fake.allocate(1000)
     policy.on_settled(rooms=10, removed=0)
-    assert process.heap_at_freeze == 1000
+    assert process.frozen_at_freeze == 1000
+    counts = fake.counts
     # Frozen objects turning into cycles: no collection can free them.
     fake.abandon(150)
     fake.allocate(250)
     fake.automatic_collection()
-    # Exactly the factor: not beyond it.
-    assert fake.heap() == 1000 * GROWTH_FACTOR
+    # Exactly the factor: not beyond it, and not even counted exactly.
+    assert fake.frozen == 1000 * GROWTH_FACTOR
     assert not policy.wants_growth_renewal()
+    assert fake.counts == counts
     fake.allocate(1)
     fake.automatic_collection()
-    assert fake.heap() == 1251
+    assert fake.frozen == 1251
+    assert fake.counts == counts + 1
     assert policy.wants_growth_renewal()
     assert process.renewal_due
-    # Noticed once: further growth keeps the first size seen beyond the factor.
+    # Noticed once: no count again until the renewal.
     fake.allocate(10)
     fake.automatic_collection()
+    assert fake.counts == counts + 1
     calls = len(fake.calls)
 
-    assert policy.on_heap_grown()
+    assert policy.on_grown()
     # One full collection, the callback skipping it; the garbage goes.
     assert fake.calls[calls:] == ["unfreeze", "collect", "freeze"]
     assert (fake.frozen, fake.frozen_garbage, fake.tracked) == (1261 - 150, 0, 0)
-    assert process.heap_at_freeze == 1111
+    assert process.frozen_at_freeze == 1111
     assert not policy.wants_growth_renewal()
-    assert not policy.on_heap_grown()
+    assert not policy.on_grown()
     # Frozen all along: neither an unfreeze nor a new freeze for the agent.
     assert policy.statistics() == GcFreezeStatistics(
         frozen=True, frozen_objects=1111, freezes=1, unfreezes=0, refreezes=3, renewals=1
@@ -335,15 +346,38 @@ def test_a_heap_grown_past_the_factor_is_renewed_and_the_frozen_garbage_freed(
     assert len(fake.callbacks) == 1
     grown = [r.getMessage() for r in caplog.records if "grown" in r.getMessage()]
     assert grown == [
-        "garbage collector frozen again, the heap having grown from 1000 to 1251 blocks: "
+        "garbage collector frozen again, the objects frozen having grown from 1000 to 1251: "
         "1111 objects frozen, 150 collected first in 0 ms"
     ]
-    # The factor applies to the size after the renewal from now on.
+    # The factor applies to the count after the renewal from now on.
     fake.allocate(277)
     fake.automatic_collection()
     assert not policy.wants_growth_renewal()  # 1388 <= 1111 x 1.25
     fake.allocate(1)
     fake.automatic_collection()
+    assert policy.wants_growth_renewal()
+
+
+def test_frozen_objects_freed_since_keep_the_exact_count_under_the_factor() -> None:
+    fake, process, policy = make(min_rooms=10)
+    fake.allocate(1000)
+    policy.on_settled(rooms=10, removed=0)
+    counts = fake.counts
+    # 300 survivors frozen, but 100 frozen objects went by reference
+    # counting: the bound (1300) passes the limit, the exact count (1200) not.
+    fake.release(100)
+    fake.allocate(300)
+    fake.automatic_collection()
+    assert fake.counts == counts + 1
+    assert not policy.wants_growth_renewal()
+    # The bound starts again from the exact count.
+    fake.allocate(50)
+    fake.automatic_collection()
+    assert fake.counts == counts + 1
+    assert not process.renewal_due
+    fake.allocate(1)
+    fake.automatic_collection()
+    assert fake.counts == counts + 2
     assert policy.wants_growth_renewal()
 
 
@@ -358,38 +392,24 @@ def test_an_unfreeze_cancels_a_due_renewal() -> None:
     assert policy.on_removed(26)
     assert not process.renewal_due
     assert not policy.wants_growth_renewal()
-    assert not policy.on_heap_grown()
+    assert not policy.on_grown()
     assert fake.calls[-1] == "unfreeze"
-
-
-def test_no_growth_check_when_the_heap_size_is_unknown() -> None:
-    fake = FakeGc()
-    process = ProcessFreeze(attrs.evolve(fake.functions(), heap=lambda: 0))
-    policy = GcFreezePolicy(10, process)
-    fake.allocate(100)
-    policy.on_settled(rooms=10, removed=0)
-    fake.allocate(10_000)
-    fake.automatic_collection()
-    # The survivors are still frozen; only the renewal needs the heap size.
-    assert (fake.frozen, process.refreezes) == (10_100, 1)
-    assert not policy.wants_growth_renewal()
 
 
 def test_the_callback_never_raises_and_leaves_the_lock_free() -> None:
     fake = FakeGc()
 
-    def broken_heap() -> int:
-        if fake.frozen > 100:
-            raise RuntimeError("heap size unavailable")
-        return fake.heap()
+    def broken_count() -> int:
+        raise RuntimeError("cannot count")
 
-    process = ProcessFreeze(attrs.evolve(fake.functions(), heap=broken_heap))
+    process = ProcessFreeze(attrs.evolve(fake.functions(), unfrozen=broken_count))
     policy = GcFreezePolicy(10, process)
     fake.allocate(100)
     policy.on_settled(rooms=10, removed=0)
     fake.allocate(100)
-    fake.automatic_collection()  # the callback's heap read raises inside
-    assert (fake.frozen, process.refreezes) == (200, 1)
+    fake.automatic_collection()  # the callback's count raises inside
+    # Nothing frozen this time; the next full collection tries again.
+    assert (fake.frozen, fake.tracked, process.refreezes) == (100, 100, 0)
     assert not process.renewal_due
     policy.close()  # takes the lock
     assert fake.calls[-1] == "unfreeze"
@@ -437,15 +457,15 @@ def test_two_agents_share_one_callback_and_one_renewal() -> None:
     fake.automatic_collection()
     assert fake.calls.count("freeze") == 3
     assert first.statistics().refreezes == second.statistics().refreezes == 1
-    # The heap grew past the factor (1200 when the second froze): the first
+    # Grown past the factor (1200 frozen when the second froze): the first
     # to settle renews, for both, and both stay frozen.
     fake.allocate(201)
     fake.automatic_collection()
     assert first.wants_growth_renewal()
     assert second.wants_growth_renewal()
-    assert second.on_heap_grown()
+    assert second.on_grown()
     assert not first.wants_growth_renewal()
-    assert not first.on_heap_grown()
+    assert not first.on_grown()
     assert (first.frozen, second.frozen) == (True, True)
     assert fake.calls.count("unfreeze") == 1
     assert (first.statistics().renewals, second.statistics().renewals) == (0, 1)
@@ -542,7 +562,7 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
     assert not policy.frozen
 
 
-async def test_the_shell_renews_a_grown_heap_at_the_next_settle_once() -> None:
+async def test_the_shell_renews_a_grown_freeze_at_the_next_settle_once() -> None:
     fake = FakeGc()
     policy = GcFreezePolicy(3, ProcessFreeze(fake.functions()))
     changes = StateChanges()
@@ -566,7 +586,7 @@ async def test_the_shell_renews_a_grown_heap_at_the_next_settle_once() -> None:
         fake.allocate(1000)
         await trio.testing.wait_all_tasks_blocked()
         assert fake.calls == ["collect", "freeze"]
-        # The heap grows past the factor; a drain is running: nothing yet.
+        # Grown past the factor; a drain is running: nothing yet.
         fake.allocate(300)
         fake.automatic_collection()
         change(settled=False)
