@@ -29,6 +29,32 @@ functions injected so that it can be tested without touching the process):
   unfreeze. When more rooms have been removed since the freeze than a quarter
   of the rooms frozen, ``gc.unfreeze()`` makes them collectable again, and the
   next settle (at once when no drain is running) collects and freezes anew.
+* **Freeze what survives each full collection.** Objects created after the
+  freeze (a room's history, the cancel scope of its next wait) are not
+  frozen, so every later full collection walks them all again, and after a
+  freeze CPython starts a full collection easily: it runs one once the objects
+  promoted since the last exceed a quarter of those that survived it, and the
+  unfrozen survivors are few. So while frozen, a callback on ``gc.callbacks``
+  freezes the survivors of every full collection at its end: the next one
+  walks only what survived since. ``gc.freeze()`` only splices the collector's
+  lists (constant time), so the callback costs next to nothing.
+* **Bounded growth.** Frozen objects that later end up in reference cycles
+  are freed only by an unfreeze. So when the frozen objects are more than
+  :data:`GROWTH_FACTOR` times as many as right after the last full freeze
+  (the one after a full ``gc.collect()``, when none of them was garbage), a
+  renewal is due: at the next settle the agent unfreezes, collects and
+  freezes again (the same full pause as a freeze, every holder of the process
+  staying frozen). The frozen garbage therefore stays under a quarter of the
+  objects frozen at the last full freeze, as long as the live objects do not
+  shrink (removed rooms, the way they shrink, fall under the churn rule); live
+  state that really grows costs one renewal per quarter of growth. Counting
+  the frozen objects (``gc.get_freeze_count()``) walks all of them, tens of
+  milliseconds at this scale, so the callback keeps an upper bound instead:
+  the last exact count plus the survivors it froze since (counted as it
+  freezes them, a walk of what the collection just walked); only when that
+  bound passes the limit does it count exactly, and a renewal is due if the
+  exact count passes it too. The callback is in ``gc.callbacks`` only while
+  the process is frozen.
 * **Exit.** When the agent stops serving (any way), it unfreezes if it froze.
 
 ``gc.freeze()`` acts on the whole process, not on one agent. The agents of one
@@ -39,10 +65,15 @@ released alone; every other holder sees the unfreeze count move and freezes
 again at its next settle, which collects first and so frees the garbage of the
 agent that left. A holder never keeps another agent's rooms frozen after that
 agent left, so several agents in one process neither leak nor break each
-other; the price is one extra full collection in each remaining holder.
+other; the price is one extra full collection in each remaining holder. The
+callback and the growth check are the process's too: one callback whatever
+the number of agents, and a renewal, done by the first holder to settle,
+keeps every holder frozen.
 
 :func:`serve_gc_policy` is the Trio shell: it waits on the agent's state
-changes for the settle signal and the churn threshold, and applies the policy.
+changes for the settle signal, the churn threshold and a due renewal (the
+agent's state changes with every event it handles, which is also what makes
+the frozen objects grow), and applies the policy.
 """
 
 from __future__ import annotations
@@ -51,6 +82,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable
+from typing import Any, Literal
 
 import attrs
 
@@ -58,6 +90,7 @@ from band_trio._logging import get_logger
 from band_trio.runtime.state_changes import StateChanges
 
 __all__ = [
+    "GROWTH_FACTOR",
     "GcFreezePolicy",
     "GcFreezeStatistics",
     "GcFunctions",
@@ -71,6 +104,14 @@ CHURN_FRACTION = 0.25
 """Rooms removed since the freeze, as a fraction of the rooms frozen, beyond
 which the agent unfreezes (so the removed rooms' objects can be collected)."""
 
+GROWTH_FACTOR = 1.25
+"""Objects frozen, as a multiple of those frozen by the last full freeze,
+beyond which the freeze is renewed (unfreeze, collect, freeze), so that
+frozen garbage stays under a quarter of them."""
+
+GcCallback = Callable[[Literal["start", "stop"], dict[str, int]], object]
+"""A ``gc.callbacks`` entry: called with the phase and the collection's info."""
+
 
 @attrs.frozen
 class GcFunctions:
@@ -82,6 +123,11 @@ class GcFunctions:
     freeze_count: Callable[[], int] = gc.get_freeze_count
     clock: Callable[[], float] = time.perf_counter
     """Measures how long the collection before a freeze took (for the log)."""
+    callbacks: list[GcCallback] = gc.callbacks
+    """Where the callback that freezes the survivors of full collections goes."""
+    unfrozen: Callable[[], int] = lambda: len(gc.get_objects())
+    """Objects tracked outside the permanent generation (right after a full
+    collection: its survivors)."""
 
 
 @attrs.frozen
@@ -94,12 +140,19 @@ class GcFreezeStatistics:
             (``gc.get_freeze_count()``; the whole process, not one agent).
         freezes: times this agent froze so far.
         unfreezes: times this agent unfroze so far (churn, exit).
+        refreezes: full collections whose survivors were frozen at their end,
+            in the process, while it was frozen.
+        renewals: times this agent renewed the freeze because the frozen
+            objects grew (see ``GROWTH_FACTOR``; neither an unfreeze nor a
+            freeze above).
     """
 
     frozen: bool = False
     frozen_objects: int = 0
     freezes: int = 0
     unfreezes: int = 0
+    refreezes: int = 0
+    renewals: int = 0
 
 
 @attrs.frozen
@@ -110,12 +163,17 @@ class _Frozen:
     objects: int
     seconds: float
     unfreezes: int
+    grown: int = 0
+    """The frozen count that made a renewal due (0 for a freeze)."""
 
 
 class ProcessFreeze:
     """The process's one permanent generation, shared by every agent in it.
 
-    Thread-safe: agents may run in separate ``trio.run`` calls in threads.
+    Thread-safe: agents may run in separate ``trio.run`` calls in threads. The
+    callback on ``gc.callbacks`` never waits for the lock: a collection that
+    starts while the lock is held (inside a freeze, or in another thread) is
+    left unfrozen, and the next one freezes what survives.
 
     Args:
         functions: the ``gc`` functions (the real ones when None).
@@ -126,6 +184,17 @@ class ProcessFreeze:
         self._lock = threading.Lock()
         self._holders: set[object] = set()
         self._unfreezes = 0
+        self._frozen = False
+        """Frozen now (the callback is in ``functions.callbacks``)."""
+        self._frozen_at_freeze = 0
+        """Objects frozen by the last full freeze."""
+        self._frozen_bound = 0
+        """At least the objects frozen now: the last exact count plus the
+        survivors frozen since."""
+        self._grown = 0
+        """The frozen count that made a renewal due (0: none due)."""
+        self._refreezes = 0
+        self._callback: GcCallback = self._after_collection
 
     @property
     def unfreezes(self) -> int:
@@ -137,20 +206,48 @@ class ProcessFreeze:
         """Agents that froze and have not unfrozen or left since."""
         return len(self._holders)
 
+    @property
+    def refreezes(self) -> int:
+        """Full collections whose survivors the callback froze, so far."""
+        return self._refreezes
+
+    @property
+    def frozen_at_freeze(self) -> int:
+        """Objects frozen by the last full freeze (collect, then freeze)."""
+        return self._frozen_at_freeze
+
+    @property
+    def renewal_due(self) -> bool:
+        """Frozen, and the objects frozen passed ``GROWTH_FACTOR`` times
+        those of the last full freeze (cheap: read on every state change)."""
+        return self._grown > 0
+
     def holds(self, holder: object) -> bool:
         """True when ``holder`` froze and has not unfrozen or left since."""
         return holder in self._holders
 
     def freeze(self, holder: object) -> _Frozen:
         """Collect, then freeze everything tracked, on behalf of ``holder``."""
-        fn = self.functions
         with self._lock:
-            started = fn.clock()
-            collected = fn.collect()
-            seconds = fn.clock() - started
-            fn.freeze()
+            done = self._collect_and_freeze()
             self._holders.add(holder)
-            return _Frozen(collected, fn.freeze_count(), seconds, self._unfreezes)
+            return done
+
+    def renew(self, holder: object) -> _Frozen | None:
+        """Unfreeze, collect and freeze again when a renewal is due and
+        ``holder`` holds the freeze; every holder stays frozen.
+
+        Returns:
+            What was frozen, or None when there was nothing to do (another
+            holder renewed first).
+        """
+        with self._lock:
+            grown = self._grown
+            if not grown or not self._frozen or holder not in self._holders:
+                return None
+            self.functions.unfreeze()
+            done = self._collect_and_freeze()
+            return attrs.evolve(done, grown=grown)
 
     def unfreeze(self, holder: object) -> bool:
         """Unfreeze everything if ``holder`` holds a freeze; every other holder
@@ -165,7 +262,59 @@ class ProcessFreeze:
             self._holders.discard(holder)
             self.functions.unfreeze()
             self._unfreezes += 1
+            self._frozen = False
+            self._grown = 0
+            self._remove_callback()
             return True
+
+    def _collect_and_freeze(self) -> _Frozen:
+        # Under the lock: the callback skips the collection made here.
+        fn = self.functions
+        started = fn.clock()
+        collected = fn.collect()
+        seconds = fn.clock() - started
+        fn.freeze()
+        frozen = fn.freeze_count()
+        self._frozen_at_freeze = self._frozen_bound = frozen
+        self._grown = 0
+        if not self._frozen:
+            self._frozen = True
+            fn.callbacks.append(self._callback)
+        return _Frozen(collected, frozen, seconds, self._unfreezes)
+
+    def _remove_callback(self) -> None:
+        callbacks = self.functions.callbacks
+        if self._callback in callbacks:
+            callbacks.remove(self._callback)
+
+    def _after_collection(self, phase: str, info: dict[str, Any]) -> None:
+        """At the end of a full collection while frozen: freeze its survivors
+        and check the growth of the frozen objects. Runs inside the collector,
+        in whatever thread allocated: never blocks, never raises."""
+        if phase != "stop" or info.get("generation") != 2:
+            return
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if not self._frozen:
+                return
+            fn = self.functions
+            survivors = fn.unfrozen()
+            fn.freeze()
+            self._refreezes += 1
+            self._frozen_bound += survivors
+            limit = self._frozen_at_freeze * GROWTH_FACTOR
+            if self._frozen_bound > limit and not self._grown:
+                # Some frozen objects may have gone since: count exactly.
+                self._frozen_bound = fn.freeze_count()
+                if self._frozen_bound > limit:
+                    self._grown = self._frozen_bound
+        except Exception:
+            # Raised from a collector callback it would only reach
+            # sys.unraisablehook; the next full collection tries again.
+            pass
+        finally:
+            self._lock.release()
 
 
 _PROCESS = ProcessFreeze()
@@ -197,6 +346,7 @@ class GcFreezePolicy:
         self._epoch_at_freeze = 0
         self._freezes = 0
         self._unfreezes = 0
+        self._renewals = 0
 
     @property
     def enabled(self) -> bool:
@@ -234,6 +384,38 @@ class GcFreezePolicy:
                 reconnect that drains the rooms again).
         """
         return self.frozen and epoch != self._epoch_at_freeze
+
+    def wants_growth_renewal(self) -> bool:
+        """Frozen, and the objects frozen passed ``GROWTH_FACTOR`` times those
+        of the last full freeze (cheap, as :meth:`wants_freeze`)."""
+        return self._process.renewal_due and self.frozen
+
+    def on_grown(self) -> bool:
+        """At a settle, with the frozen objects grown: unfreeze, collect and
+        freeze again (the frozen garbage goes; every holder of the process
+        stays frozen).
+
+        Returns:
+            True when it renewed (False when not due, or another agent of the
+            process renewed first).
+        """
+        if not self.wants_growth_renewal():
+            return False
+        base = self._process.frozen_at_freeze
+        done = self._process.renew(self)
+        if done is None:
+            return False
+        self._renewals += 1
+        logger.info(
+            "garbage collector frozen again, the objects frozen having grown from %d to %d: "
+            "%d objects frozen, %d collected first in %.0f ms",
+            base,
+            done.grown,
+            done.objects,
+            done.collected,
+            done.seconds * 1000,
+        )
+        return True
 
     def on_settled(self, rooms: int, removed: int, epoch: int = 0) -> bool:
         """Start-up (or the drains after a reconnect or an added room) settled:
@@ -307,6 +489,8 @@ class GcFreezePolicy:
             frozen_objects=self._process.functions.freeze_count(),
             freezes=self._freezes,
             unfreezes=self._unfreezes,
+            refreezes=self._process.refreezes,
+            renewals=self._renewals,
         )
 
 
@@ -341,7 +525,14 @@ async def serve_gc_policy(
         while True:
             await changes.wait_for(
                 lambda: (
-                    ((policy.wants_freeze() or policy.wants_renewal(epoch())) and settled())
+                    (
+                        (
+                            policy.wants_freeze()
+                            or policy.wants_renewal(epoch())
+                            or policy.wants_growth_renewal()
+                        )
+                        and settled()
+                    )
                     or policy.churned(removed())
                 )
             )
@@ -354,5 +545,7 @@ async def serve_gc_policy(
                     # Too few rooms: the count can only grow by a room being
                     # added, which drains, so look again after the next drain.
                     await changes.wait_for(lambda: not settled())
+            elif policy.wants_growth_renewal() and settled() and policy.on_grown():
+                changes.notify()
     finally:
         policy.close()

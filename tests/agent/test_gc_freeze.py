@@ -1,9 +1,11 @@
 """The garbage-collector freeze of an agent with many rooms, on the local
 platform with a small threshold (``gc_freeze_min_rooms=3``): frozen once every
-room joined and drained, unfrozen when rooms churn and when the agent stops.
+room joined and drained, what survives each full collection frozen too,
+unfrozen when rooms churn and when the agent stops.
 
 These tests freeze the test process for real (``gc.freeze()`` is per process)
-and check that it is unfrozen again afterwards.
+and check that it is unfrozen again afterwards, its callback on
+``gc.callbacks`` gone.
 """
 
 from __future__ import annotations
@@ -23,10 +25,15 @@ from .harness import RecordingAdapter, Scene, fast_config, scene, serving, token
 @pytest.fixture(autouse=True)
 def _nothing_frozen_before_or_after() -> object:
     assert gc.get_freeze_count() == 0
+    callbacks = list(gc.callbacks)
     yield None
     frozen = gc.get_freeze_count()
+    left = [c for c in gc.callbacks if c not in callbacks]
     gc.unfreeze()  # never leave the rest of the test run frozen
+    for callback in left:
+        gc.callbacks.remove(callback)
     assert frozen == 0
+    assert left == []
 
 
 async def test_frozen_after_start_up_settled_and_unfrozen_at_exit(
@@ -56,6 +63,41 @@ async def test_frozen_after_start_up_settled_and_unfrozen_at_exit(
     assert len(frozen) == 1
     assert frozen[0].startswith("garbage collector frozen with 3 rooms")
     assert any("unfrozen: the agent stopped serving" in r.getMessage() for r in caplog.records)
+
+
+async def test_while_frozen_an_automatic_full_collection_freezes_its_survivors(
+    band_platform: LocalPlatform,
+) -> None:
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            rooms = [await s.new_room() for _ in range(3)]
+            agent = s.make_agent(RecordingAdapter(), fast_config(gc_freeze_min_rooms=3))
+            callbacks = len(gc.callbacks)
+            async with serving(agent):
+                await s.wait_for(lambda: agent.statistics().gc.frozen)
+                assert len(gc.callbacks) == callbacks + 1
+                assert agent.statistics().gc.refreezes == 0
+                frozen = gc.get_freeze_count()
+                kept: list[list[int]] = []
+                # Low thresholds make the interpreter start full collections
+                # by itself while the objects are allocated.
+                thresholds = gc.get_threshold()
+                gc.set_threshold(100, 1, 1)
+                try:
+                    while agent.statistics().gc.refreezes == 0 and len(kept) < 2_000_000:
+                        kept.extend([i] for i in range(20_000))
+                finally:
+                    gc.set_threshold(*thresholds)
+                assert agent.statistics().gc.refreezes >= 1
+                # What survived is out of every later collection: the list
+                # that holds the new objects was frozen, not left to walk.
+                assert not any(o is kept for o in gc.get_objects())
+                assert gc.get_freeze_count() > frozen
+                word = token()
+                mid = await s.post(rooms[1], word)
+                await s.wait_for(lambda: s.processed(rooms[1], mid))
+            assert gc.get_freeze_count() == 0
+            assert len(gc.callbacks) == callbacks
 
 
 async def test_removing_more_than_a_quarter_of_the_rooms_unfreezes(

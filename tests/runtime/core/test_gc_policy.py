@@ -1,8 +1,12 @@
 """The garbage-collector freeze policy, with the ``gc`` functions replaced by a
-model of the generations: the threshold, churn, exit, and two agents sharing
-one process."""
+model of the generations: the threshold, churn, exit, the survivors of full
+collections frozen, the renewal when the frozen objects grew, and two agents
+sharing one process."""
 
 from __future__ import annotations
+
+import logging
+from typing import Any
 
 import attrs
 import pytest
@@ -12,6 +16,8 @@ import trio.testing
 from band_trio.errors import BandConfigError
 from band_trio.runtime.config import AgentConfig
 from band_trio.runtime.gc_policy import (
+    GROWTH_FACTOR,
+    GcCallback,
     GcFreezePolicy,
     GcFreezeStatistics,
     GcFunctions,
@@ -23,35 +29,75 @@ from band_trio.runtime.state_changes import StateChanges
 
 @attrs.define
 class FakeGc:
-    """Tracked objects split into collectable and frozen, and every call made."""
+    """Tracked objects split into collectable and frozen (some of the frozen
+    ones garbage, freed only after an unfreeze), the collector's callbacks, and
+    every call made."""
 
     tracked: int = 0
     garbage: int = 0
     frozen: int = 0
+    frozen_garbage: int = 0
+    counts: int = 0
+    """Exact counts of the frozen objects (each walks all of them)."""
     calls: list[str] = attrs.Factory(list)
+    callbacks: list[GcCallback] = attrs.Factory(list)
 
     def collect(self) -> int:
         self.calls.append("collect")
+        return self._full_collection()
+
+    def automatic_collection(self, generation: int = 2) -> None:
+        """A collection the interpreter starts by itself (callbacks run)."""
+        self.calls.append(f"automatic collection {generation}")
+        if generation == 2:
+            self._full_collection()
+        else:
+            self._run_callbacks("start", generation, 0)
+            self._run_callbacks("stop", generation, 0)
+
+    def _full_collection(self) -> int:
+        # As gc.collect() does: the callbacks run around every collection.
+        self._run_callbacks("start", 2, 0)
         collected, self.garbage = self.garbage, 0
         self.tracked -= collected
+        self._run_callbacks("stop", 2, collected)
         return collected
+
+    def _run_callbacks(self, phase: Any, generation: int, collected: int) -> None:
+        info = {"generation": generation, "collected": collected, "uncollectable": 0}
+        for callback in list(self.callbacks):
+            callback(phase, info)
 
     def freeze(self) -> None:
         self.calls.append("freeze")
         self.frozen += self.tracked
-        self.tracked = 0
+        self.frozen_garbage += self.garbage
+        self.tracked = self.garbage = 0
 
     def unfreeze(self) -> None:
         self.calls.append("unfreeze")
         self.tracked += self.frozen
-        self.frozen = 0
+        self.garbage += self.frozen_garbage
+        self.frozen = self.frozen_garbage = 0
 
     def freeze_count(self) -> int:
+        self.counts += 1
         return self.frozen
+
+    def unfrozen(self) -> int:
+        return self.tracked
 
     def allocate(self, live: int, garbage: int = 0) -> None:
         self.tracked += live + garbage
         self.garbage += garbage
+
+    def abandon(self, frozen: int) -> None:
+        """Frozen objects become cyclic garbage: only an unfreeze lets them go."""
+        self.frozen_garbage += frozen
+
+    def release(self, frozen: int) -> None:
+        """Frozen objects freed by reference counting."""
+        self.frozen -= frozen
 
     def functions(self) -> GcFunctions:
         return GcFunctions(
@@ -60,6 +106,8 @@ class FakeGc:
             unfreeze=self.unfreeze,
             freeze_count=self.freeze_count,
             clock=lambda: 0.0,
+            callbacks=self.callbacks,
+            unfrozen=self.unfrozen,
         )
 
 
@@ -216,6 +264,224 @@ def test_another_agents_churn_unfreezes_this_one_too() -> None:
     assert second.frozen
 
 
+def test_while_frozen_the_survivors_of_each_full_collection_are_frozen_too() -> None:
+    fake, process, policy = make(min_rooms=10)
+    fake.allocate(1000)
+    # Not frozen: no callback, a full collection freezes nothing.
+    fake.automatic_collection()
+    assert (fake.callbacks, fake.frozen, fake.tracked) == ([], 0, 1000)
+    policy.on_settled(rooms=10, removed=0)
+    assert len(fake.callbacks) == 1
+    # The freeze's own collection is not one to freeze after: the callback
+    # skipped it, so exactly one freeze was made.
+    assert fake.calls == ["automatic collection 2", "collect", "freeze"]
+    assert process.refreezes == 0
+
+    # Objects created since: young collections leave them alone ...
+    fake.allocate(200, garbage=50)
+    fake.automatic_collection(generation=0)
+    fake.automatic_collection(generation=1)
+    assert (fake.frozen, fake.tracked) == (1000, 250)
+    # ... a full collection frees their garbage, and its survivors are frozen,
+    # so the next full collection walks none of them.
+    fake.automatic_collection()
+    assert fake.calls[3:] == [
+        "automatic collection 0",
+        "automatic collection 1",
+        "automatic collection 2",
+        "freeze",
+    ]
+    assert (fake.frozen, fake.tracked, fake.garbage) == (1200, 0, 0)
+    fake.allocate(30)
+    fake.automatic_collection()
+    assert (fake.frozen, fake.tracked) == (1230, 0)
+    assert policy.statistics() == GcFreezeStatistics(
+        frozen=True, frozen_objects=1230, freezes=1, unfreezes=0, refreezes=2, renewals=0
+    )
+    # Neither a renewal (1230 is under 1000 x 1.25) nor a new unfreeze.
+    assert not policy.wants_growth_renewal()
+    assert not process.renewal_due
+
+
+def test_frozen_objects_grown_past_the_factor_are_renewed_and_the_garbage_freed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="band_trio.runtime.gc_policy")
+    fake, process, policy = make(min_rooms=10)
+    fake.allocate(1000)
+    policy.on_settled(rooms=10, removed=0)
+    assert process.frozen_at_freeze == 1000
+    counts = fake.counts
+    # Frozen objects turning into cycles: no collection can free them.
+    fake.abandon(150)
+    fake.allocate(250)
+    fake.automatic_collection()
+    # Exactly the factor: not beyond it, and not even counted exactly.
+    assert fake.frozen == 1000 * GROWTH_FACTOR
+    assert not policy.wants_growth_renewal()
+    assert fake.counts == counts
+    fake.allocate(1)
+    fake.automatic_collection()
+    assert fake.frozen == 1251
+    assert fake.counts == counts + 1
+    assert policy.wants_growth_renewal()
+    assert process.renewal_due
+    # Noticed once: no count again until the renewal.
+    fake.allocate(10)
+    fake.automatic_collection()
+    assert fake.counts == counts + 1
+    calls = len(fake.calls)
+
+    assert policy.on_grown()
+    # One full collection, the callback skipping it; the garbage goes.
+    assert fake.calls[calls:] == ["unfreeze", "collect", "freeze"]
+    assert (fake.frozen, fake.frozen_garbage, fake.tracked) == (1261 - 150, 0, 0)
+    assert process.frozen_at_freeze == 1111
+    assert not policy.wants_growth_renewal()
+    assert not policy.on_grown()
+    # Frozen all along: neither an unfreeze nor a new freeze for the agent.
+    assert policy.statistics() == GcFreezeStatistics(
+        frozen=True, frozen_objects=1111, freezes=1, unfreezes=0, refreezes=3, renewals=1
+    )
+    assert len(fake.callbacks) == 1
+    grown = [r.getMessage() for r in caplog.records if "grown" in r.getMessage()]
+    assert grown == [
+        "garbage collector frozen again, the objects frozen having grown from 1000 to 1251: "
+        "1111 objects frozen, 150 collected first in 0 ms"
+    ]
+    # The factor applies to the count after the renewal from now on.
+    fake.allocate(277)
+    fake.automatic_collection()
+    assert not policy.wants_growth_renewal()  # 1388 <= 1111 x 1.25
+    fake.allocate(1)
+    fake.automatic_collection()
+    assert policy.wants_growth_renewal()
+
+
+def test_frozen_objects_freed_since_keep_the_exact_count_under_the_factor() -> None:
+    fake, process, policy = make(min_rooms=10)
+    fake.allocate(1000)
+    policy.on_settled(rooms=10, removed=0)
+    counts = fake.counts
+    # 300 survivors frozen, but 100 frozen objects went by reference
+    # counting: the bound (1300) passes the limit, the exact count (1200) not.
+    fake.release(100)
+    fake.allocate(300)
+    fake.automatic_collection()
+    assert fake.counts == counts + 1
+    assert not policy.wants_growth_renewal()
+    # The bound starts again from the exact count.
+    fake.allocate(50)
+    fake.automatic_collection()
+    assert fake.counts == counts + 1
+    assert not process.renewal_due
+    fake.allocate(1)
+    fake.automatic_collection()
+    assert fake.counts == counts + 2
+    assert policy.wants_growth_renewal()
+
+
+def test_an_unfreeze_cancels_a_due_renewal() -> None:
+    fake, process, policy = make(min_rooms=10)
+    fake.allocate(100)
+    policy.on_settled(rooms=100, removed=0)
+    fake.allocate(100)
+    fake.automatic_collection()
+    assert policy.wants_growth_renewal()
+    # Churn unfreezes: the next settle collects and freezes anyway.
+    assert policy.on_removed(26)
+    assert not process.renewal_due
+    assert not policy.wants_growth_renewal()
+    assert not policy.on_grown()
+    assert fake.calls[-1] == "unfreeze"
+
+
+def test_the_callback_never_raises_and_leaves_the_lock_free() -> None:
+    fake = FakeGc()
+
+    def broken_count() -> int:
+        raise RuntimeError("cannot count")
+
+    process = ProcessFreeze(attrs.evolve(fake.functions(), unfrozen=broken_count))
+    policy = GcFreezePolicy(10, process)
+    fake.allocate(100)
+    policy.on_settled(rooms=10, removed=0)
+    fake.allocate(100)
+    fake.automatic_collection()  # the callback's count raises inside
+    # Nothing frozen this time; the next full collection tries again.
+    assert (fake.frozen, fake.tracked, process.refreezes) == (100, 100, 0)
+    assert not process.renewal_due
+    policy.close()  # takes the lock
+    assert fake.calls[-1] == "unfreeze"
+    assert fake.callbacks == []
+
+
+def test_the_callback_is_there_only_while_frozen() -> None:
+    fake, _, policy = make(min_rooms=10)
+    fake.allocate(1000)
+    policy.on_settled(rooms=100, removed=0, epoch=0)
+    assert len(fake.callbacks) == 1
+    # Churn: unfrozen, the callback goes; a full collection freezes nothing.
+    policy.on_removed(26)
+    assert fake.callbacks == []
+    fake.allocate(10)
+    fake.automatic_collection()
+    assert fake.calls[-1] == "automatic collection 2"
+    assert fake.frozen == 0
+    # Frozen again, then renewed after a reconnect: one callback each time.
+    policy.on_settled(rooms=74, removed=26, epoch=0)
+    assert len(fake.callbacks) == 1
+    policy.on_settled(rooms=74, removed=26, epoch=1)
+    assert len(fake.callbacks) == 1
+    # Exit removes it.
+    policy.close()
+    assert fake.callbacks == []
+    calls = len(fake.calls)
+    fake.automatic_collection()
+    assert fake.calls[calls:] == ["automatic collection 2"]
+    assert fake.frozen == 0
+
+
+def test_two_agents_share_one_callback_and_one_renewal() -> None:
+    fake = FakeGc()
+    process = ProcessFreeze(fake.functions())
+    first = GcFreezePolicy(10, process)
+    second = GcFreezePolicy(10, process)
+    fake.allocate(1000)
+    first.on_settled(rooms=10, removed=0)
+    fake.allocate(200)
+    second.on_settled(rooms=10, removed=0)
+    assert len(fake.callbacks) == 1
+    # One full collection, one freeze of its survivors, seen by both.
+    fake.allocate(100)
+    fake.automatic_collection()
+    assert fake.calls.count("freeze") == 3
+    assert first.statistics().refreezes == second.statistics().refreezes == 1
+    # Grown past the factor (1200 frozen when the second froze): the first
+    # to settle renews, for both, and both stay frozen.
+    fake.allocate(201)
+    fake.automatic_collection()
+    assert first.wants_growth_renewal()
+    assert second.wants_growth_renewal()
+    assert second.on_grown()
+    assert not first.wants_growth_renewal()
+    assert not first.on_grown()
+    assert (first.frozen, second.frozen) == (True, True)
+    assert fake.calls.count("unfreeze") == 1
+    assert (first.statistics().renewals, second.statistics().renewals) == (0, 1)
+    assert (first.statistics().unfreezes, second.statistics().unfreezes) == (0, 0)
+    # The first leaves: unfrozen for both, callback gone until the second
+    # freezes again; its exit removes it for good.
+    first.close()
+    assert fake.callbacks == []
+    assert second.wants_freeze()
+    second.on_settled(rooms=10, removed=0)
+    assert len(fake.callbacks) == 1
+    second.close()
+    assert fake.callbacks == []
+    assert process.holders == 0
+
+
 async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -> None:
     fake = FakeGc()
     policy = GcFreezePolicy(3, ProcessFreeze(fake.functions()))
@@ -294,6 +560,69 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
         nursery.cancel_scope.cancel()
     assert fake.calls[-1] == "unfreeze"
     assert not policy.frozen
+
+
+async def test_the_shell_renews_a_grown_freeze_at_the_next_settle_once() -> None:
+    fake = FakeGc()
+    policy = GcFreezePolicy(3, ProcessFreeze(fake.functions()))
+    changes = StateChanges()
+    state = {"settled": True, "epoch": 0}
+
+    def change(**values: int | bool) -> None:
+        state.update(values)
+        changes.notify()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: serve_gc_policy(
+                policy,
+                changes,
+                settled=lambda: bool(state["settled"]),
+                rooms=lambda: 10,
+                removed=lambda: 0,
+                epoch=lambda: int(state["epoch"]),
+            )
+        )
+        fake.allocate(1000)
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.calls == ["collect", "freeze"]
+        # Grown past the factor; a drain is running: nothing yet.
+        fake.allocate(300)
+        fake.automatic_collection()
+        change(settled=False)
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.calls[2:] == ["automatic collection 2", "freeze"]
+        # Settled: renewed once.
+        change(settled=True)
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.calls[4:] == ["unfreeze", "collect", "freeze"]
+        assert policy.statistics().renewals == 1
+        change()
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.calls[7:] == []
+
+        # Grown again during a reconnect: the reconnect's renewal is the only
+        # full collection.
+        fake.allocate(400)
+        fake.automatic_collection()
+        assert policy.wants_growth_renewal()
+        change(epoch=1, settled=False)
+        await trio.testing.wait_all_tasks_blocked()
+        change(settled=True)
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.calls[7:] == [
+            "automatic collection 2",
+            "freeze",
+            "unfreeze",
+            "collect",
+            "freeze",
+        ]
+        assert not policy.wants_growth_renewal()
+        stats = policy.statistics()
+        assert (stats.freezes, stats.unfreezes, stats.renewals) == (2, 1, 1)
+        nursery.cancel_scope.cancel()
+    assert fake.calls[-1] == "unfreeze"
+    assert fake.callbacks == []
 
 
 async def test_the_shell_does_nothing_when_off() -> None:
