@@ -97,7 +97,9 @@ class Peer:
                 await self.process.wait()
 
 
-async def start_peer(platform: LocalPlatform, workdir: Path) -> Peer:
+async def start_peer(
+    platform: LocalPlatform, workdir: Path, extra_env: dict[str, str] | None = None
+) -> Peer:
     creds = platform.agents[0]
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("BAND_")}
     env.update(
@@ -110,6 +112,7 @@ async def start_peer(platform: LocalPlatform, workdir: Path) -> Peer:
             "PYTHONUNBUFFERED": "1",
         }
     )
+    env.update(extra_env or {})
     log = workdir / "agent.log"
     with open(log, "wb") as err:  # noqa: ASYNC230 - a local file, opened once
         process = await trio.lowlevel.open_process(
@@ -238,7 +241,7 @@ async def messages_workload(args: argparse.Namespace, workdir: Path) -> list[dic
                 rooms[i] = room["id"]
 
             await in_parallel([lambda i=i: make(i) for i in range(args.rooms)])
-            peer = await start_peer(platform, workdir)
+            peer = await start_peer(platform, workdir, args.agent_env)
             try:
                 started = time.monotonic()
                 await wait_until(
@@ -274,7 +277,7 @@ async def rooms_workload(args: argparse.Namespace, workdir: Path) -> list[dict[s
                 rooms[i] = (await human.create_room(f"churn room {i}"))["id"]
 
             await in_parallel([lambda i=i: make(i) for i in range(args.churn_rooms)])
-            peer = await start_peer(platform, workdir)
+            peer = await start_peer(platform, workdir, args.agent_env)
             try:
                 started = time.monotonic()
                 points.append(_point("start", started, await peer.measure(), cycle=0))
@@ -379,7 +382,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--churn-messages", type=int, default=1, help="messages per room per cycle")
     parser.add_argument("--warmup", type=int, default=2, help="rounds/cycles counted as warm-up")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument(
+        "--agent-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the agent (inherited BAND_* variables are not passed on)",
+    )
     args = parser.parse_args(argv)
+    args.agent_env = dict(pair.split("=", 1) for pair in args.agent_env)
     result = trio.run(bench, args)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
