@@ -2,7 +2,7 @@
 
 CPython's cyclic garbage collector examines every tracked object of the oldest
 generation on a full (generation 2) collection. An agent serving ten thousand
-rooms holds several hundred thousand long-lived objects (rooms, their channels,
+rooms holds several hundred thousand long-lived objects (rooms, their tasks,
 schedules, rosters, cancel scopes), so one full collection stops the event loop
 for hundreds of milliseconds, and a message that arrives meanwhile waits as
 long. ``gc.freeze()`` moves every object tracked at that moment into a

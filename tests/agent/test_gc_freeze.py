@@ -10,8 +10,10 @@ and check that it is unfrozen again afterwards, its callback on
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
@@ -36,16 +38,23 @@ def _nothing_frozen_before_or_after() -> object:
     assert left == []
 
 
+@contextlib.asynccontextmanager
+async def _frozen_agent(s: Scene) -> AsyncIterator[tuple[Agent, list[str]]]:
+    """Three rooms and an agent that freezes from three rooms on, serving and frozen."""
+    rooms = [await s.new_room() for _ in range(3)]
+    agent = s.make_agent(RecordingAdapter(), fast_config(gc_freeze_min_rooms=3))
+    async with serving(agent):
+        await s.wait_for(lambda: agent.statistics().gc.frozen)
+        yield agent, rooms
+
+
 async def test_frozen_after_start_up_settled_and_unfrozen_at_exit(
     band_platform: LocalPlatform, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="band_trio.runtime.gc_policy")
     with trio.fail_after(30):
         async with scene(band_platform) as s:
-            rooms = [await s.new_room() for _ in range(3)]
-            agent = s.make_agent(RecordingAdapter(), fast_config(gc_freeze_min_rooms=3))
-            async with serving(agent):
-                await s.wait_for(lambda: agent.statistics().gc.frozen)
+            async with _frozen_agent(s) as (agent, rooms):
                 stats = agent.statistics()
                 # Frozen only after every room's start-up drain.
                 assert {r.room_id for r in stats.per_room} == set(rooms)
@@ -70,11 +79,8 @@ async def test_while_frozen_an_automatic_full_collection_freezes_its_survivors(
 ) -> None:
     with trio.fail_after(30):
         async with scene(band_platform) as s:
-            rooms = [await s.new_room() for _ in range(3)]
-            agent = s.make_agent(RecordingAdapter(), fast_config(gc_freeze_min_rooms=3))
             callbacks = len(gc.callbacks)
-            async with serving(agent):
-                await s.wait_for(lambda: agent.statistics().gc.frozen)
+            async with _frozen_agent(s) as (agent, rooms):
                 assert len(gc.callbacks) == callbacks + 1
                 assert agent.statistics().gc.refreezes == 0
                 frozen = gc.get_freeze_count()
@@ -105,10 +111,7 @@ async def test_removing_more_than_a_quarter_of_the_rooms_unfreezes(
 ) -> None:
     with trio.fail_after(30):
         async with scene(band_platform) as s:
-            rooms = [await s.new_room() for _ in range(3)]
-            agent = s.make_agent(RecordingAdapter(), fast_config(gc_freeze_min_rooms=3))
-            async with serving(agent):
-                await s.wait_for(lambda: agent.statistics().gc.frozen)
+            async with _frozen_agent(s) as (agent, rooms):
                 await s.human.remove_participant(rooms[0], s.agent_id)
                 await s.wait_for(lambda: agent.statistics().gc.unfreezes == 1)
                 # Two rooms are under the threshold: it stays unfrozen.
@@ -127,10 +130,7 @@ async def test_frozen_again_once_a_reconnect_has_drained_every_room(
 ) -> None:
     with trio.fail_after(30):
         async with scene(band_platform) as s:
-            rooms = [await s.new_room() for _ in range(3)]
-            agent = s.make_agent(RecordingAdapter(), fast_config(gc_freeze_min_rooms=3))
-            async with serving(agent):
-                await s.wait_for(lambda: agent.statistics().gc.frozen)
+            async with _frozen_agent(s) as (agent, rooms):
                 drained = {r.room_id: r.resyncs for r in agent.statistics().per_room}
                 await band_platform.drop_agent_sockets(s.agent_id)
                 await s.wait_for(lambda: agent.statistics().gc.freezes == 2)
