@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 import trio
 
@@ -76,10 +76,12 @@ class RoomPacer:
         self._in_grant = False
         self._wake = trio.Event()
         self._sleeping_until = -math.inf
-        # (when, seq, room): the latest request of each room is the one whose
-        # seq is in _wake_seq; older entries are skipped when they surface.
-        self._timers: list[tuple[float, int, PacedRoom]] = []
-        self._wake_seq: dict[str, int] = {}
+        # (when, seq, room id): a room's request is the entry whose seq is the
+        # one in _wakers; older entries are skipped when they surface. Entries
+        # name the room rather than hold it, so a room that has left is not
+        # kept alive until its old time comes.
+        self._timers: list[tuple[float, int, str]] = []
+        self._wakers: dict[str, tuple[int, PacedRoom]] = {}
         self._seq = 0
         self.epoch = 0
         """Bumped on every reconnect (see :meth:`next_epoch`)."""
@@ -150,25 +152,34 @@ class RoomPacer:
     def wake_at(self, room: PacedRoom, when: float) -> None:
         """Call ``room.wake_due()`` at ``when`` (replaces the room's earlier request)."""
         self._seq += 1
-        self._wake_seq[room.room_id] = self._seq
-        heapq.heappush(self._timers, (when, self._seq, room))
-        if len(self._timers) > 2 * len(self._wake_seq) + 64:
-            self._timers = [t for t in self._timers if self._wake_seq.get(t[2].room_id) == t[1]]
-            heapq.heapify(self._timers)
+        self._wakers[room.room_id] = (self._seq, room)
+        heapq.heappush(self._timers, (when, self._seq, room.room_id))
+        self._compact_timers()
         if when < self._sleeping_until:
             self._wake.set()
 
     def cancel_wake(self, room_id: str) -> None:
         """Drop ``room_id``'s pending :meth:`wake_at` request, if any."""
-        self._wake_seq.pop(room_id, None)
+        if self._wakers.pop(room_id, None) is not None:
+            self._compact_timers()
+
+    def _compact_timers(self) -> None:
+        # Replaced and cancelled requests leave entries behind: drop them once
+        # they outnumber the live ones, so the heap stays within twice the
+        # rooms waiting (plus a little) whatever the churn.
+        if len(self._timers) > 2 * len(self._wakers) + 64:
+            wakers = self._wakers
+            self._timers = [t for t in self._timers if _live(wakers.get(t[2]), t[1])]
+            heapq.heapify(self._timers)
 
     def _fire_timers(self, now: float) -> None:
-        timers = self._timers
+        timers, wakers = self._timers, self._wakers
         while timers and timers[0][0] <= now:
-            _, seq, room = heapq.heappop(timers)
-            if self._wake_seq.get(room.room_id) == seq:
-                del self._wake_seq[room.room_id]
-                room.wake_due()
+            _, seq, room_id = heapq.heappop(timers)
+            waker = wakers.get(room_id)
+            if _live(waker, seq):
+                del wakers[room_id]
+                waker[1].wake_due()
 
     async def run(self) -> None:
         """Hand idle reconciles out at the budget's pace and wake rooms at the
@@ -192,6 +203,10 @@ class RoomPacer:
                     await self._wake.wait()
             finally:
                 self._sleeping_until = -math.inf
+
+
+def _live(waker: tuple[int, PacedRoom] | None, seq: int) -> TypeGuard[tuple[int, PacedRoom]]:
+    return waker is not None and waker[0] == seq
 
 
 def _now_or_zero() -> float:

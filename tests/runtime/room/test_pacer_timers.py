@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import trio
 import trio.testing
 
@@ -96,3 +99,36 @@ async def test_many_replaced_requests_still_fire_once_each(
         await trio.sleep(200)
         nursery.cancel_scope.cancel()
     assert log == [(f"r{i}", start + 100 + i + 49) for i in range(10)]
+
+
+async def test_a_room_that_left_is_not_kept_alive_by_its_old_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A thousand rooms ask for a time far ahead and then leave (cancelled or
+    # forgotten): the pacer must not hold any of them until that time comes.
+    log: list[tuple[str, float]] = []
+    pacer = _pacer()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pacer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        refs = []
+        for i in range(1000):
+            room = _Room(f"r{i}", log)
+            refs.append(weakref.ref(room))
+            pacer.wake_at(room, start + 3600 + i)
+        for i in range(1000):
+            if i % 2:
+                pacer.cancel_wake(f"r{i}")
+            else:
+                pacer.forget(f"r{i}")
+        del room
+        gc.collect()
+        alive = [ref for ref in refs if ref() is not None]
+        # One that stays is still woken on time.
+        keeper = _Room("keeper", log)
+        pacer.wake_at(keeper, start + 10)
+        await trio.sleep(4700)
+        nursery.cancel_scope.cancel()
+    assert alive == []
+    assert log == [("keeper", start + 10)]
