@@ -251,9 +251,14 @@ class AgentEngine:
                 # This task lives as long as the agent: the listing (rows,
                 # rosters, decoded strings) must not stay alive in its frame.
                 del listed
-            for slot in list(self._rooms.values()):
-                await slot.wait_settled()
+            await self._wait_rooms_settled()
             task_status.started()
+
+    async def _wait_rooms_settled(self) -> None:
+        # Its own frame: a loop variable left in serve()'s frame would keep
+        # the last room alive after it has left.
+        for slot in list(self._rooms.values()):
+            await slot.wait_settled()
 
     def _admit_listed(self, listed: list[ChatRoom]) -> None:
         for chat in listed:

@@ -13,9 +13,12 @@ Reference: docs/reference/official-runtime.rst.
 
 from __future__ import annotations
 
+import gc
+
 import trio
 
 from band_trio.adapter import AgentToolsProtocol, PlatformMessage
+from band_trio.runtime.room import Room
 
 from .harness import RecordingAdapter, scene, serving, token
 
@@ -156,3 +159,32 @@ async def test_readded_room_given_up_ack_is_not_rerun(band_platform) -> None:  #
                 await s.wait_for(lambda: s.processed(room_id, later_id))
             assert sum(1 for c in adapter.calls if word in c.msg.content) == 1
             assert s.replies_to(room_id, word) == 1
+
+
+# ------------------------------------------------------------------ a room that left is freed
+
+
+def _live_rooms() -> list[Room]:
+    gc.collect()
+    return [obj for obj in gc.get_objects() if isinstance(obj, Room)]
+
+
+async def test_rooms_that_left_are_freed(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """Once the agent has left a room, nothing of the agent keeps that room's
+    state alive (its timers, queues and tables let go of it): a thousand rooms
+    joined and left must not cost the memory of a thousand rooms."""
+    with trio.fail_after(40):
+        async with scene(band_platform) as s:
+            rooms = [await s.new_room() for _ in range(4)]
+            agent = s.make_agent(RecordingAdapter(_echo))
+            async with serving(agent):
+                await s.wait_for(lambda: set(rooms) <= set(agent.room_ids))
+                for room_id in rooms:
+                    word = token()
+                    mid = await s.post(room_id, word)
+                    await s.wait_for(lambda r=room_id, m=mid: s.processed(r, m))  # type: ignore[misc]
+                assert len(_live_rooms()) == len(rooms)
+                for room_id in rooms:
+                    await s.human.remove_participant(room_id, s.agent_id)
+                await s.wait_for(lambda: not set(rooms) & set(agent.room_ids))
+                await s.wait_for(lambda: not _live_rooms())
