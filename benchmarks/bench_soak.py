@@ -17,7 +17,10 @@ on request. Two workloads, one agent process each:
 Measured (by the agent on itself): resident memory (VmRSS, as is and after
 ``malloc_trim``), memory blocks held by Python's allocator, open file
 descriptors, the ledger's files on disk, live Python objects after a
-collection, and every per-room table it keeps. The report compares the
+collection, and every per-room table it keeps; with
+``--agent-env PYTHONTRACEMALLOC=1`` also the traced memory and its peak during
+the round or cycle (add ``--agent-env BAND_SOAK_PEAK_SITES=1`` for the
+allocation sites that held that peak). The report compares the
 measurement after warm-up (``--warmup`` rounds or cycles, 2 by default) with
 the last one and flags what still grows.
 
@@ -84,6 +87,11 @@ class Peer:
             line = await self._line()
             if line.startswith("{"):
                 return dict(json.loads(line))
+
+    async def mark(self) -> None:
+        """Tell the agent a measurement point was taken (its peak starts again)."""
+        assert self.process.stdin is not None
+        await self.process.stdin.send_all(b"mark\n")
 
     async def quit(self) -> None:
         with trio.CancelScope(shield=True):
@@ -220,10 +228,21 @@ def _point(label: str, started: float, sample: dict[str, Any], **extra: Any) -> 
         f"  fds {sample['fds']:4d}  ledger {ledger / 1024:8.1f} KiB"
         f"  objects {sample['gc_objects']:8d}  rooms {tables.get('rooms', 0):5d}"
         f"  completed {tables.get('claims_completed', 0):6d}"
-        f"  known {tables.get('claims_known_replies', 0):6d}",
+        f"  known {tables.get('claims_known_replies', 0):6d}" + _peak_text(sample.get("peak", {})),
         flush=True,
     )
+    for site in sample.get("peak", {}).get("peak_sites", ())[:5]:
+        print(f"      at the peak: {site}", flush=True)
     return point
+
+
+def _peak_text(peak: dict[str, Any]) -> str:
+    if "traced_peak_kib" not in peak:
+        return ""
+    return (
+        f"  traced {peak['traced_kib'] / 1024:6.1f} MiB"
+        f" (peak {peak['traced_peak_kib'] / 1024:6.1f})"
+    )
 
 
 async def messages_workload(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
@@ -248,6 +267,7 @@ async def messages_workload(args: argparse.Namespace, workdir: Path) -> list[dic
                     peer, lambda: joined_all(platform, agent_id, rooms, joined=True), "joining"
                 )
                 points.append(_point("start", started, await peer.measure(), messages=0))
+                await peer.mark()
                 per_round = args.messages // args.rounds
                 per_room = max(1, per_round // args.rooms)
                 total = 0
@@ -258,6 +278,7 @@ async def messages_workload(args: argparse.Namespace, workdir: Path) -> list[dic
                     points.append(
                         _point(f"round {n}", started, await peer.measure(), messages=total)
                     )
+                    await peer.mark()
             finally:
                 await peer.quit()
         nursery.cancel_scope.cancel()
@@ -281,6 +302,7 @@ async def rooms_workload(args: argparse.Namespace, workdir: Path) -> list[dict[s
             try:
                 started = time.monotonic()
                 points.append(_point("start", started, await peer.measure(), cycle=0))
+                await peer.mark()
                 for n in range(1, args.cycles + 1):
                     await in_parallel(
                         [lambda r=r: human.add_participant(r, agent_id) for r in rooms]
@@ -305,6 +327,7 @@ async def rooms_workload(args: argparse.Namespace, workdir: Path) -> list[dict[s
                         peer, lambda t: t["rooms"] == 0 and t["join_waiters"] == 0
                     )
                     points.append(_point(f"cycle {n}", started, sample, cycle=n))
+                    await peer.mark()
             finally:
                 await peer.quit()
         nursery.cancel_scope.cancel()

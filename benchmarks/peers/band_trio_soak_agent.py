@@ -8,7 +8,17 @@ It answers every message with ``echo: <content>`` (like
   memory blocks and arenas Python's allocator holds, open file descriptors, the ledger's files on disk, live
   Python objects, and the size of every per-room table the agent keeps (rooms,
   Phoenix topics, the claims state's tables, held messages);
+* ``mark``: a measurement point was taken: the peak below starts again;
 * ``quit`` (or end of input): shut down gracefully and exit.
+
+When Python traces allocations (``PYTHONTRACEMALLOC=1``), ``measure`` also
+reports the traced memory now and its peak since the last ``mark``: the
+allocator keeps the arenas a peak needed, so a peak that grows from cycle to
+cycle shows in resident memory even when nothing stays alive. With
+``BAND_SOAK_PEAK_SITES=1`` as well, the agent snapshots its allocations
+whenever a new peak is reached, and ``measure`` names the allocation sites
+that held the most at that peak beyond what they hold now (the snapshots are
+themselves Python objects: compare peaks, not blocks or RSS, in that mode).
 
 It prints ``READY`` once the agent is connected. The per-room tables are read
 from private attributes: this is a measurement probe, not an example of the
@@ -25,6 +35,7 @@ import logging
 import os
 import sys
 import tempfile
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +137,44 @@ def _trim_heap() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def measure(agent: Agent, state_dir: Path) -> dict[str, Any]:
+class PeakWatch:
+    """The traced peak since the last mark, and what held it (when asked)."""
+
+    def __init__(self) -> None:
+        self.sites = bool(os.environ.get("BAND_SOAK_PEAK_SITES"))
+        self._best = 0
+        self._snapshot: tracemalloc.Snapshot | None = None
+
+    async def watch(self) -> None:
+        """Snapshot the allocations at each new peak (sampled every 0.1 s)."""
+        while True:
+            await trio.sleep(0.1)
+            current, _ = tracemalloc.get_traced_memory()
+            if current > self._best:
+                self._best = current
+                self._snapshot = None  # let the old one go before taking the next
+                self._snapshot = tracemalloc.take_snapshot()
+
+    def report(self) -> dict[str, Any]:
+        current, peak = tracemalloc.get_traced_memory()
+        out: dict[str, Any] = {"traced_kib": current // 1024, "traced_peak_kib": peak // 1024}
+        if self._snapshot is not None:
+            now = tracemalloc.take_snapshot()
+            top = self._snapshot.compare_to(now, "lineno")[:15]
+            out["peak_sites"] = [
+                f"{d.size_diff // 1024} KiB in {d.count_diff} blocks: "
+                f"{d.traceback[0].filename}:{d.traceback[0].lineno}"
+                for d in top
+            ]
+        return out
+
+    def mark(self) -> None:
+        tracemalloc.reset_peak()
+        self._best = 0
+        self._snapshot = None
+
+
+def measure(agent: Agent, state_dir: Path, peaks: PeakWatch | None) -> dict[str, Any]:
     gc.collect()
     rss = _status_kib("VmRSS")
     _trim_heap()
@@ -140,6 +188,7 @@ def measure(agent: Agent, state_dir: Path) -> dict[str, Any]:
         "gc_objects": len(gc.get_objects()),
         "gc_types": _type_counts() if os.environ.get("BAND_SOAK_TYPES") else {},
         "tables": _tables(agent),
+        "peak": peaks.report() if peaks is not None else {},
     }
 
 
@@ -147,8 +196,11 @@ async def main() -> None:
     config = AgentConfig.from_env()
     state_dir = Path(os.environ["BAND_STATE_DIR"])
     agent = Agent.create(adapter=EchoAdapter(), config=config)
+    peaks = PeakWatch() if tracemalloc.is_tracing() else None
     async with trio.open_nursery() as nursery:
         await nursery.start(agent.serve)
+        if peaks is not None and peaks.sites:
+            nursery.start_soon(peaks.watch)
         print("READY", flush=True)
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         pending = b""
@@ -163,7 +215,9 @@ async def main() -> None:
                 break
             for line in lines:
                 if line.strip() == b"measure":
-                    print(json.dumps(measure(agent, state_dir)), flush=True)
+                    print(json.dumps(measure(agent, state_dir, peaks)), flush=True)
+                elif line.strip() == b"mark" and peaks is not None:
+                    peaks.mark()
         agent.request_shutdown()
 
 
