@@ -345,6 +345,7 @@ def flat(point: dict[str, Any]) -> dict[str, int]:
         "rss_trimmed_kib": point["rss_trimmed_kib"],
         "py_blocks": point["py_blocks"],
         "py_arenas": point.get("py_arenas", -1),
+        "py_arenas_reclaimed": point.get("py_arenas_reclaimed", -1),
         "fds": point["fds"],
         "gc_objects": point["gc_objects"],
         "ledger_bytes": sum(point["ledger_bytes"].values()),

@@ -5,8 +5,9 @@ It answers every message with ``echo: <content>`` (like
 
 * ``measure``: print one JSON line with what the soak watches for growth:
   resident memory (as is, and after handing free heap back to the system),
-  memory blocks and arenas Python's allocator holds, open file descriptors, the ledger's files on disk, live
-  Python objects, and the size of every per-room table the agent keeps (rooms,
+  memory blocks and arenas Python's allocator holds (and the arenas it has
+  given back), open file descriptors, the ledger's files on disk, live Python
+  objects, and the size of every per-room table the agent keeps (rooms,
   Phoenix topics, the claims state's tables, held messages);
 * ``mark``: a measurement point was taken: the peak below starts again;
 * ``quit`` (or end of input): shut down gracefully and exit.
@@ -112,9 +113,11 @@ def _type_counts() -> dict[str, int]:
     return counts
 
 
-def _arenas() -> int:
-    """pymalloc arenas (1 MiB each) in use now, from ``sys._debugmallocstats``,
-    which writes to the C-level stderr: it is caught in a temporary file."""
+def _arenas() -> tuple[int, int]:
+    """pymalloc arenas (1 MiB each) in use now, and how many it has given back
+    since start, from ``sys._debugmallocstats``, which writes to the C-level
+    stderr: it is caught in a temporary file. (-1, -1) when pymalloc is not
+    the allocator in use (``PYTHONMALLOC``, or allocation tracing)."""
     with tempfile.TemporaryFile() as out:
         saved = os.dup(2)
         try:
@@ -124,10 +127,15 @@ def _arenas() -> int:
             os.dup2(saved, 2)
             os.close(saved)
         out.seek(0)
+        counts: dict[str, int] = {}
         for line in out.read().decode(errors="replace").splitlines():
-            if line.startswith("# arenas allocated current"):
-                return int(line.split("=")[1].strip().replace(",", ""))
-    return -1
+            for key in ("# arenas allocated current", "# arenas reclaimed"):
+                if line.startswith(key):
+                    counts[key] = int(line.split("=")[1].strip().replace(",", ""))
+    return (
+        counts.get("# arenas allocated current", -1),
+        counts.get("# arenas reclaimed", -1),
+    )
 
 
 def _trim_heap() -> None:
@@ -178,11 +186,13 @@ def measure(agent: Agent, state_dir: Path, peaks: PeakWatch | None) -> dict[str,
     gc.collect()
     rss = _status_kib("VmRSS")
     _trim_heap()
+    arenas, reclaimed = _arenas()
     return {
         "rss_kib": rss,
         "rss_trimmed_kib": _status_kib("VmRSS"),
         "py_blocks": sys.getallocatedblocks(),
-        "py_arenas": _arenas(),
+        "py_arenas": arenas,
+        "py_arenas_reclaimed": reclaimed,
         "fds": len(os.listdir("/proc/self/fd")),
         "ledger_bytes": _ledger_bytes(state_dir),
         "gc_objects": len(gc.get_objects()),
