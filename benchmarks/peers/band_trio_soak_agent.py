@@ -202,6 +202,11 @@ def measure(agent: Agent, state_dir: Path, peaks: PeakWatch | None) -> dict[str,
     }
 
 
+async def _within(scope: trio.CancelScope, run: Any) -> None:
+    with scope:
+        await run()
+
+
 async def main() -> None:
     config = AgentConfig.from_env()
     state_dir = Path(os.environ["BAND_STATE_DIR"])
@@ -209,8 +214,9 @@ async def main() -> None:
     peaks = PeakWatch() if tracemalloc.is_tracing() else None
     async with trio.open_nursery() as nursery:
         await nursery.start(agent.serve)
+        watching = trio.CancelScope()
         if peaks is not None and peaks.sites:
-            nursery.start_soon(peaks.watch)
+            nursery.start_soon(_within, watching, peaks.watch)
         print("READY", flush=True)
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         pending = b""
@@ -228,6 +234,7 @@ async def main() -> None:
                     print(json.dumps(measure(agent, state_dir, peaks)), flush=True)
                 elif line.strip() == b"mark" and peaks is not None:
                     peaks.mark()
+        watching.cancel()
         agent.request_shutdown()
 
 
