@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import trio
 import trio.testing
@@ -27,23 +29,26 @@ class _Room:
         self._log.append((self.room_id, trio.current_time()))
 
 
-def _pacer() -> RoomPacer:
-    return RoomPacer(AgentConfig(state_dir=None))
+@asynccontextmanager
+async def _running_pacer() -> AsyncIterator[tuple[RoomPacer, float]]:
+    """A running pacer with nothing else to do, and the time it started;
+    stopped when the block ends (after the block's own sleeps)."""
+    pacer = RoomPacer(AgentConfig(state_dir=None))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pacer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        yield pacer, trio.current_time()
+        nursery.cancel_scope.cancel()
 
 
 async def test_rooms_are_woken_at_their_times_in_order(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     log: list[tuple[str, float]] = []
-    pacer = _pacer()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
-        start = trio.current_time()
+    async with _running_pacer() as (pacer, start):
         pacer.wake_at(_Room("b", log), start + 20)
         pacer.wake_at(_Room("a", log), start + 10)
         await trio.sleep(30)
-        nursery.cancel_scope.cancel()
     assert log == [("a", start + 10), ("b", start + 20)]
 
 
@@ -51,17 +56,12 @@ async def test_a_new_request_replaces_the_earlier_one(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     log: list[tuple[str, float]] = []
-    pacer = _pacer()
     room = _Room("a", log)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
-        start = trio.current_time()
+    async with _running_pacer() as (pacer, start):
         pacer.wake_at(room, start + 10)
         pacer.wake_at(room, start + 5)
         pacer.wake_at(room, start + 15)
         await trio.sleep(30)
-        nursery.cancel_scope.cancel()
     assert log == [("a", start + 15)]
 
 
@@ -69,17 +69,12 @@ async def test_a_cancelled_or_forgotten_request_never_fires(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     log: list[tuple[str, float]] = []
-    pacer = _pacer()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
-        start = trio.current_time()
+    async with _running_pacer() as (pacer, start):
         pacer.wake_at(_Room("a", log), start + 10)
         pacer.wake_at(_Room("b", log), start + 10)
         pacer.cancel_wake("a")
         pacer.forget("b")
         await trio.sleep(30)
-        nursery.cancel_scope.cancel()
     assert log == []
 
 
@@ -87,17 +82,12 @@ async def test_many_replaced_requests_still_fire_once_each(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     log: list[tuple[str, float]] = []
-    pacer = _pacer()
     rooms = [_Room(f"r{i}", log) for i in range(10)]
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
-        start = trio.current_time()
+    async with _running_pacer() as (pacer, start):
         for step in range(50):  # enough stale entries to compact the heap
             for i, room in enumerate(rooms):
                 pacer.wake_at(room, start + 100 + i + step)
         await trio.sleep(200)
-        nursery.cancel_scope.cancel()
     assert log == [(f"r{i}", start + 100 + i + 49) for i in range(10)]
 
 
@@ -107,11 +97,7 @@ async def test_a_room_that_left_is_not_kept_alive_by_its_old_request(
     # A thousand rooms ask for a time far ahead and then leave (cancelled or
     # forgotten): the pacer must not hold any of them until that time comes.
     log: list[tuple[str, float]] = []
-    pacer = _pacer()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
-        start = trio.current_time()
+    async with _running_pacer() as (pacer, start):
         refs = []
         for i in range(1000):
             room = _Room(f"r{i}", log)
@@ -129,6 +115,5 @@ async def test_a_room_that_left_is_not_kept_alive_by_its_old_request(
         keeper = _Room("keeper", log)
         pacer.wake_at(keeper, start + 10)
         await trio.sleep(4700)
-        nursery.cancel_scope.cancel()
     assert alive == []
     assert log == [("keeper", start + 10)]
