@@ -482,27 +482,44 @@ def test_two_agents_share_one_callback_and_one_renewal() -> None:
     assert process.holders == 0
 
 
+class _EngineState:
+    """What ``serve_gc_policy`` reads of the engine, as one table a test
+    changes; every change notifies, as the engine's changes do."""
+
+    def __init__(self, **state: int | bool) -> None:
+        self.state: dict[str, int | bool] = {
+            "settled": False,
+            "rooms": 0,
+            "removed": 0,
+            "epoch": 0,
+            **state,
+        }
+        self.changes = StateChanges()
+
+    def change(self, **values: int | bool) -> None:
+        self.state.update(values)
+        self.changes.notify()
+
+    async def serve(self, policy: GcFreezePolicy) -> None:
+        state = self.state
+        await serve_gc_policy(
+            policy,
+            self.changes,
+            settled=lambda: bool(state["settled"]),
+            rooms=lambda: int(state["rooms"]),
+            removed=lambda: int(state["removed"]),
+            epoch=lambda: int(state["epoch"]),
+        )
+
+
 async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -> None:
     fake = FakeGc()
     policy = GcFreezePolicy(3, ProcessFreeze(fake.functions()))
-    changes = StateChanges()
-    state = {"settled": False, "rooms": 2, "removed": 0, "epoch": 0}
-
-    def change(**values: int | bool) -> None:
-        state.update(values)
-        changes.notify()
+    engine = _EngineState(rooms=2)
+    change = engine.change
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(
-            lambda: serve_gc_policy(
-                policy,
-                changes,
-                settled=lambda: bool(state["settled"]),
-                rooms=lambda: int(state["rooms"]),
-                removed=lambda: int(state["removed"]),
-                epoch=lambda: int(state["epoch"]),
-            )
-        )
+        nursery.start_soon(engine.serve, policy)
         await trio.testing.wait_all_tasks_blocked()
         # Settled with too few rooms: nothing; a third room joining is not
         # enough either until its drain has run and settled.
@@ -565,24 +582,11 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
 async def test_the_shell_renews_a_grown_freeze_at_the_next_settle_once() -> None:
     fake = FakeGc()
     policy = GcFreezePolicy(3, ProcessFreeze(fake.functions()))
-    changes = StateChanges()
-    state = {"settled": True, "epoch": 0}
-
-    def change(**values: int | bool) -> None:
-        state.update(values)
-        changes.notify()
+    engine = _EngineState(settled=True, rooms=10)
+    change = engine.change
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(
-            lambda: serve_gc_policy(
-                policy,
-                changes,
-                settled=lambda: bool(state["settled"]),
-                rooms=lambda: 10,
-                removed=lambda: 0,
-                epoch=lambda: int(state["epoch"]),
-            )
-        )
+        nursery.start_soon(engine.serve, policy)
         fake.allocate(1000)
         await trio.testing.wait_all_tasks_blocked()
         assert fake.calls == ["collect", "freeze"]
