@@ -245,10 +245,17 @@ def _peak_text(peak: dict[str, Any]) -> str:
     )
 
 
+def local_platform(args: argparse.Namespace) -> LocalPlatform:
+    platform = LocalPlatform(host="127.0.0.1", port=0)
+    if args.socket_queue:
+        platform.hub.queue_size = args.socket_queue
+    return platform
+
+
 async def messages_workload(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
     points: list[dict[str, Any]] = []
     async with trio.open_nursery() as nursery:
-        platform = LocalPlatform(host="127.0.0.1", port=0)
+        platform = local_platform(args)
         await nursery.start(platform.serve)
         agent_id = platform.agents[0].id
         async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
@@ -288,7 +295,7 @@ async def messages_workload(args: argparse.Namespace, workdir: Path) -> list[dic
 async def rooms_workload(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
     points: list[dict[str, Any]] = []
     async with trio.open_nursery() as nursery:
-        platform = LocalPlatform(host="127.0.0.1", port=0)
+        platform = local_platform(args)
         await nursery.start(platform.serve)
         agent_id = platform.agents[0].id
         async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
@@ -404,6 +411,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--churn-rooms", type=int, default=1000)
     parser.add_argument("--cycles", type=int, default=4)
     parser.add_argument("--churn-messages", type=int, default=1, help="messages per room per cycle")
+    parser.add_argument(
+        "--socket-queue",
+        type=int,
+        default=0,
+        help="frames the platform queues for one socket before it drops it "
+        "(default: the local platform's own bound)",
+    )
     parser.add_argument("--warmup", type=int, default=2, help="rounds/cycles counted as warm-up")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument(
