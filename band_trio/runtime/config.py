@@ -203,6 +203,11 @@ class AgentConfig:
         max_parallel_joins: rooms joined at the same time.
         max_parallel_drains: rooms running their start-up or reconnect
             ``/next`` drain at the same time (the most recently active first).
+        max_parallel_history_loads: rooms reading their history (the first turn
+            of a session) at the same time. The others wait before reading,
+            so when many rooms start a turn at once, few of them hold a
+            loaded history that waits for its turn to run: the memory those
+            turns hold stays bounded by this, not by the number of rooms.
         join_retry_delays: waits between retries of a failed room join.
         idle_resync_interval: base interval of the periodic ``/next`` reconcile.
         idle_resync_max_interval: the interval doubles while ``/next`` is empty,
@@ -275,6 +280,7 @@ class AgentConfig:
     max_held_events: int = attrs.field(default=256, validator=_v_count(1))
     max_parallel_joins: int = attrs.field(default=8, validator=_v_count(1))
     max_parallel_drains: int = attrs.field(default=16, validator=_v_count(1))
+    max_parallel_history_loads: int = attrs.field(default=16, validator=_v_count(1))
     join_retry_delays: tuple[float, ...] = attrs.field(
         default=(1.0, 2.0, 4.0, 8.0, 16.0), converter=_to_delays
     )
@@ -420,6 +426,7 @@ _INT_FIELDS: Final = frozenset(
         "max_held_events",
         "max_parallel_joins",
         "max_parallel_drains",
+        "max_parallel_history_loads",
         "gc_freeze_min_rooms",
         "max_history_messages",
         "history_page_size",

@@ -901,14 +901,17 @@ class Room:
                 await self._refresh_roster()
             history = HistoryProvider()
             if self._bootstrap and self._config.enable_context_hydration:
-                history = await load_history(
-                    self._rest,
-                    room_id=self.room_id,
-                    trigger_id=ev.id,
-                    roster=self._roster,
-                    agent_id=self._svc.agent_id,
-                    config=self._config,
-                )
+                # Bounded across rooms: when a thousand rooms start at once,
+                # the ones not reading wait before holding any history.
+                async with self._svc.history_loads:
+                    history = await load_history(
+                        self._rest,
+                        room_id=self.room_id,
+                        trigger_id=ev.id,
+                        roster=self._roster,
+                        agent_id=self._svc.agent_id,
+                        config=self._config,
+                    )
             if self._stopped or self._fenced:
                 return MessageOutcome.PAUSED
             try:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
+import trio
 
 from band_trio.adapter.protocols import FrameworkAdapter, Preprocessor
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
@@ -72,6 +73,8 @@ class RoomServices:
         pacer: the agent-wide pace of bulk drains and idle reconciles (the
             engine sets one); None lets each room drain on its own timer.
         participant_rows: shares identical roster rows across the rooms.
+        history_loads: how many rooms read their history at once
+            (``config.max_parallel_history_loads``).
     """
 
     agent_id: str
@@ -89,6 +92,12 @@ class RoomServices:
     turn_durations: TurnDurations = attrs.field(factory=TurnDurations)
     pacer: RoomPacer | None = None
     participant_rows: ParticipantRows = attrs.field(factory=ParticipantRows)
+    history_loads: trio.CapacityLimiter = attrs.field(
+        default=attrs.Factory(
+            lambda self: trio.CapacityLimiter(self.config.max_parallel_history_loads),
+            takes_self=True,
+        )
+    )
 
 
 @attrs.frozen

@@ -47,11 +47,13 @@ def _participant(pid: str, kind: str = "User") -> ChatParticipant:
 class ManyRooms:
     """The REST calls of an agent's rooms, in memory, counted per endpoint and room.
 
-    ``next_delay`` makes every ``/next`` take that long (to observe how many
-    run at once).
+    ``next_delay`` and ``context_delay`` make every ``/next`` and every context
+    read take that long (to observe how many run at once).
     """
 
-    def __init__(self, rooms: list[str], *, next_delay: float = 0.0) -> None:
+    def __init__(
+        self, rooms: list[str], *, next_delay: float = 0.0, context_delay: float = 0.0
+    ) -> None:
         self.rooms = list(rooms)
         self.members: dict[str, list[ChatParticipant]] = {
             r: [_participant("user-1"), _participant(AGENT, "Agent")] for r in rooms
@@ -63,6 +65,9 @@ class ManyRooms:
         self.next_delay = next_delay
         self.next_active = 0
         self.next_max_active = 0
+        self.context_delay = context_delay
+        self.context_active = 0
+        self.context_max_active = 0
         self.participant_reads: Counter[str] = Counter()
         self.replies: list[str] = []
         self._ids = 0
@@ -166,9 +171,14 @@ class ManyRooms:
         self.calls["event"] += 1
 
     async def get_context(self, chat_id: str, **_: Any) -> CursorPage[ChatMessage]:
-        await trio.lowlevel.checkpoint()
         self.calls["context"] += 1
-        return CursorPage(items=(), has_more=False)
+        self.context_active += 1
+        self.context_max_active = max(self.context_max_active, self.context_active)
+        try:
+            await trio.sleep(self.context_delay)
+        finally:
+            self.context_active -= 1
+        return CursorPage(items=tuple(self.messages[chat_id]), has_more=False)
 
     async def list_participants(self, chat_id: str) -> list[ChatParticipant]:
         await trio.lowlevel.checkpoint()
@@ -287,6 +297,24 @@ async def test_drains_are_bounded_and_pipelined_with_joins(
         assert rest.next_per_room() == Counter({r: 1 for r in ids})
         # 40 drains of 1 s, 5 at a time: 8 s, not 40 s and not all at once.
         assert max(t for t, _ in rest.next_log) - min(t for t, _ in rest.next_log) == 7
+
+
+async def test_history_loads_are_bounded_across_rooms(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ids = rooms(40)
+    rest = ManyRooms(ids, context_delay=1.0)
+    messages = [rest.add(r) for r in ids]
+    async with serving_engine(
+        rest, enable_context_hydration=True, max_parallel_history_loads=4, **QUIET
+    ):
+        await trio.sleep(60)
+        # Every room's first turn read its history, four rooms at a time:
+        # 40 reads of 1 s take 10 s, and every message was answered.
+        assert rest.calls["context"] == 40
+        assert rest.context_max_active == 4
+        assert [rest.status[m.id] for m in messages] == ["processed"] * 40
+        assert len(rest.replies) == 40
 
 
 async def test_a_reconnect_costs_one_listing_and_one_next_per_room(
