@@ -7,11 +7,12 @@ on request. Two workloads, one agent process each:
 
 * ``messages``: ``--rooms`` rooms (100), ``--messages`` messages (10,000)
   posted round-robin in ``--rounds`` rounds (10); after each round the driver
-  waits until every message is ``processed`` and answered, then measures;
+  waits until every message is ``processed``, counts the agent's answers,
+  then measures;
 * ``rooms``: ``--churn-rooms`` rooms (1,000) joined and left ``--cycles``
   times (4): each cycle adds the agent to every room, waits until it has
   joined them all, posts one message per room (``--churn-messages``), waits
-  until all are answered, removes the agent from every room, waits until it
+  until all are processed, removes the agent from every room, waits until it
   has left them all, then measures.
 
 Measured (by the agent on itself): resident memory (VmRSS, as is and after
@@ -167,7 +168,7 @@ def joined_all(
 
 
 class Outstanding:
-    """Posted messages not yet processed-and-answered, checked incrementally
+    """Posted messages not yet processed, checked incrementally
     (only the outstanding ones are looked at on each poll)."""
 
     def __init__(self, platform: LocalPlatform, agent_id: str) -> None:
@@ -187,6 +188,20 @@ class Outstanding:
                 left.append((room_id, message_id))
         self.pending = left
         return not left
+
+
+def answers(platform: LocalPlatform, agent_id: str, rooms: Sequence[str], asked: int) -> int:
+    """The agent's text messages in the rooms (the echo agent answers each
+    message once); a line is printed when they are not one per message asked."""
+    count = sum(
+        1
+        for room_id in rooms
+        for message in platform.state.rooms[room_id].messages
+        if message.sender_id == agent_id and message.message_type == "text"
+    )
+    if count != asked:
+        print(f"  !! {count} answers to {asked} messages", flush=True)
+    return count
 
 
 async def post_round(
@@ -282,8 +297,10 @@ async def messages_workload(args: argparse.Namespace, workdir: Path) -> list[dic
                     outstanding = await post_round(platform, agent_id, rooms, per_room, f"r{n}")
                     total += per_room * len(rooms)
                     await wait_until(peer, outstanding.done, f"answering round {n}")
+                    sample = await peer.measure()
+                    replies = answers(platform, agent_id, rooms, total)
                     points.append(
-                        _point(f"round {n}", started, await peer.measure(), messages=total)
+                        _point(f"round {n}", started, sample, messages=total, answers=replies)
                     )
                     await peer.mark()
             finally:
@@ -333,7 +350,13 @@ async def rooms_workload(args: argparse.Namespace, workdir: Path) -> list[dict[s
                     sample = await settled(
                         peer, lambda t: t["rooms"] == 0 and t["join_waiters"] == 0
                     )
-                    points.append(_point(f"cycle {n}", started, sample, cycle=n))
+                    asked = n * len(rooms) * args.churn_messages
+                    replies = answers(platform, agent_id, rooms, asked)
+                    points.append(
+                        _point(
+                            f"cycle {n}", started, sample, cycle=n, messages=asked, answers=replies
+                        )
+                    )
                     await peer.mark()
             finally:
                 await peer.quit()
