@@ -238,7 +238,6 @@ class AgentConfig:
             ones before the trigger) are given to the adapter.
         history_page_size: page size used on the context endpoint (1-100).
         max_history_pages: ceiling on context pages read for one bootstrap.
-        context_cache_ttl: how long hydrated history stays fresh.
         enable_working_state: report "working" activity during message turns.
         working_grace: seconds a turn runs before the first ``working: true``;
             a turn that ends sooner sends no activity at all (0 reports at once).
@@ -296,7 +295,6 @@ class AgentConfig:
     max_history_messages: int = attrs.field(default=100, validator=_v_count(0))
     history_page_size: int = attrs.field(default=100, validator=_v_count(1))
     max_history_pages: int = attrs.field(default=50, validator=_v_count(1))
-    context_cache_ttl: float = attrs.field(default=300.0, validator=_v_non_negative)
     enable_working_state: bool = attrs.field(default=True, validator=_v_bool)
     working_grace: float = attrs.field(default=1.0, validator=_v_non_negative)
     working_keep_alive: float = attrs.field(default=3.0, validator=_v_positive)
