@@ -205,9 +205,10 @@ class AgentConfig:
             ``/next`` drain at the same time (the most recently active first).
         max_parallel_history_loads: rooms reading their history (the first turn
             of a session) at the same time. The others wait before reading,
-            so when many rooms start a turn at once, few of them hold a
-            loaded history that waits for its turn to run: the memory those
-            turns hold stays bounded by this, not by the number of rooms.
+            so when many rooms start a turn at once they do not all hold a
+            loaded history while their turns wait: the memory of loaded
+            histories follows the turns in progress, not the number of
+            rooms that started.
         join_retry_delays: waits between retries of a failed room join.
         idle_resync_interval: base interval of the periodic ``/next`` reconcile.
         idle_resync_max_interval: the interval doubles while ``/next`` is empty,
