@@ -115,8 +115,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     leaks, _found[:] = list(_found), []
     if not leaks or item.get_closest_marker("shows_credentials") is not None:
         return
-    report.outcome = "failed"
-    report.longrepr = (
+    leaked = (
         f"an API key or token leaked during {call.when} ({len(leaks)} place(s)):\n  "
         + "\n  ".join(leaks[:10])
     )
+    if report.failed and report.longrepr is not None:
+        # The test failed anyway: its own failure, masked, stays the first thing read.
+        leaked = SECRET.sub(_hide, report.longreprtext) + "\n\n" + leaked
+    report.outcome = "failed"
+    report.longrepr = leaked

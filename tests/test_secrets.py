@@ -99,6 +99,8 @@ def test_a_leaking_test_fails_and_a_clean_or_exempt_one_passes(tmp_path: Path) -
         "@pytest.mark.shows_credentials\n"
         "def test_exempt():\n"
         "    print(KEY)\n"
+        "def test_fails_showing():\n"
+        "    assert KEY == 'the screen said', 'screen: ' + KEY\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     result = subprocess.run(
@@ -120,13 +122,18 @@ def test_a_leaking_test_fails_and_a_clean_or_exempt_one_passes(tmp_path: Path) -
         timeout=120,
     )
     out = result.stdout
-    assert "2 failed, 2 passed" in out, out
+    assert "3 failed, 2 passed" in out, out
     assert "FAILED test_probe.py::test_leaks" in out
     assert "FAILED test_probe.py::test_prints" in out
+    assert "FAILED test_probe.py::test_fails_showing" in out
     # The failure names the place with the secret masked (pytest then shows the
     # captured output itself, as it does for any failing test).
     assert "log record of 'probe': key=band_u_***" in out
     assert "Captured stdout call: band_u_***" in out
+    # A test that failed on its own keeps its failure, masked, ahead of the leak.
+    section = out.split(" test_fails_showing ")[1].split("short test summary")[0]
+    assert "AssertionError: screen: band_u_***" in section
+    assert "A" * 32 not in section
 
 
 async def test_reprs_and_texts_of_what_holds_a_key_hide_it(band_platform: LocalPlatform) -> None:
