@@ -42,12 +42,17 @@ _found: list[str] = []
 def mask(text: str, match: re.Match[str]) -> str:
     """An excerpt around ``match`` with the secret's random part hidden."""
     start, end = match.span()
-    excerpt = SECRET.sub(_hide, text[max(0, start - 60) : end + 60])
+    excerpt = masked(text[max(0, start - 60) : end + 60])
     return excerpt.replace("\n", "\\n")
 
 
 def _hide(match: re.Match[str]) -> str:
     return (match.group(1) or match.group(2)) + "***"
+
+
+def masked(text: str) -> str:
+    """``text`` with the random part of every key and token in it hidden."""
+    return SECRET.sub(_hide, text)
 
 
 def scan(where: str, text: str) -> None:
@@ -121,6 +126,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     )
     if report.failed and report.longrepr is not None:
         # The test failed anyway: its own failure, masked, stays the first thing read.
-        leaked = SECRET.sub(_hide, report.longreprtext) + "\n\n" + leaked
+        leaked = masked(report.longreprtext) + "\n\n" + leaked
     report.outcome = "failed"
     report.longrepr = leaked

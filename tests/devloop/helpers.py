@@ -20,6 +20,8 @@ import trio
 
 from band_trio.local import HumanClient
 
+from ..conftest import masked
+
 STARTUP = 60.0
 """Seconds a command may take to start (the machine is shared and loaded)."""
 STEP = 30.0
@@ -73,10 +75,13 @@ class Output:
 
     async def wait_for(self, text: str, *, times: int = 1, within: float = STEP) -> str:
         """Wait until ``text`` was printed ``times`` times; returns the last such line."""
-        with trio.fail_after(within):
+        with trio.move_on_after(within):
             while self.count(text) < times:
                 await self._changed.wait()
-        return [line for line in self.lines if text in line][-1]
+            return [line for line in self.lines if text in line][-1]
+        raise AssertionError(
+            f"{text!r} printed {self.count(text)} of {times} time(s):\n{masked(self.text())}"
+        )
 
     def text(self) -> str:
         return "\n".join(self.lines)
@@ -189,7 +194,8 @@ class Terminal:
             while (index := self.screen.find(text, after)) < 0:
                 await self._changed.wait()
             return index + len(text)
-        raise AssertionError(f"{text!r} not shown after offset {after}:\n{self.screen}")
+        # The dev loop's screen shows the user's token on purpose; a failure hides it.
+        raise AssertionError(f"{text!r} not shown after offset {after}:\n{masked(self.screen)}")
 
 
 @asynccontextmanager
