@@ -130,14 +130,16 @@ class AgentStatistics:
             after a reply post with no known outcome (acked, not run again).
         turn_durations: how long message turns take: percentiles over the
             most recent turns (a fixed-size window), the count and the
-            longest since the agent started.
+            longest since the agent started
+            (:class:`~band_trio.runtime.TurnDurationStatistics`).
         link: the WebSocket link's counters (connects, reconnects, frames,
             heartbeats...), or None when not serving.
         rest: the REST client's counters (calls, retries, errors, requests in
             flight and queued), or None when not serving.
         gc: the garbage-collector freeze (``AgentConfig.gc_freeze_min_rooms``):
             whether the agent's rooms are frozen now, the objects frozen in
-            the process, freezes and unfreezes so far.
+            the process, freezes and unfreezes so far
+            (:class:`~band_trio.runtime.GcFreezeStatistics`).
     """
 
     serving: bool

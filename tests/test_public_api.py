@@ -35,7 +35,11 @@ PUBLIC = {
     "HumanClient", "LocalPlatform", "open_local_platform",
 }  # fmt: skip
 
-RUNTIME = {"IN_MEMORY", "ContactEventHandler", "DefaultPreprocessor", "PlatformRuntime", "RoomSink"}
+RUNTIME = {
+    "IN_MEMORY", "ContactEventHandler", "DefaultPreprocessor", "PlatformRuntime", "RoomSink",
+    # the types of AgentStatistics.turn_durations and .gc
+    "GcFreezeStatistics", "TurnDurationStatistics",
+}  # fmt: skip
 
 WIRE = {
     # the link
