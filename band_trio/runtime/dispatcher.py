@@ -108,7 +108,7 @@ class Dispatcher:
         ):
             engine.on_contact_event(event)
         elif isinstance(event, LinkReconnected):
-            engine.on_reconnected()
+            engine.on_reconnected(lost=event.lost)
         elif isinstance(event, TopicLost):
             engine.on_topic_lost(event.topic)
         elif isinstance(event, EventRejected):

@@ -36,7 +36,7 @@ other rooms' hooks. Errors are logged and swallowed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 
 import attrs
 import trio
@@ -417,13 +417,23 @@ class AgentEngine:
 
     # ------------------------------------------------------------------ reconnect
 
-    def on_reconnected(self, *, count: bool = True) -> None:
+    def on_reconnected(self, *, count: bool = True, lost: Sequence[str] = ()) -> None:
         """The socket came back: drain ``/next`` once per room (the most
-        recently active first), re-list rooms, rejoin, refresh rosters."""
+        recently active first), re-list rooms, rejoin, refresh rosters.
+
+        Args:
+            count: count it as a reconnect (not when a single topic was lost).
+            lost: topics whose rejoin on the new socket the platform refused:
+                recovered as :meth:`on_topic_lost` recovers one.
+        """
         if count:
             self._reconnects += 1
         if not self._accepting or self._nursery is None:
             return
+        if lost:
+            logger.warning("%d topic(s) not rejoined after the reconnect; recovering", len(lost))
+            for topic in lost:
+                self._recover_topic(topic)
         # Owed at once, not only after the (possibly slow) re-listing below:
         # messages missed meanwhile are drained now, and a turn starting
         # before the listing arrives reads the roster first (participants
@@ -505,12 +515,18 @@ class AgentEngine:
         logger.warning("topic %s lost; recovering", topic)
         if not self._accepting or self._nursery is None:
             return
+        self._recover_topic(topic)
+        self.on_reconnected(count=False)
+
+    def _recover_topic(self, topic: str) -> None:
+        """Rejoin an agent-level topic with backoff; mark a room's topic lost
+        (the re-listing rejoins it and the room drains once more)."""
+        assert self._nursery is not None
         room_id = topic.partition(":")[2]
         if room_id in self._rooms and topic in room_topics(room_id):
             self._lost_rooms.add(room_id)
         if topic.startswith(("agent_control:", "agent_rooms:", "agent_contacts:")):
             self._nursery.start_soon(self._rejoin_topic, topic)
-        self.on_reconnected(count=False)
 
     async def _rejoin_topic(self, topic: str) -> None:
         for delay in (0.0, *self._config.join_retry_delays):

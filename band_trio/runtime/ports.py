@@ -9,7 +9,7 @@ here, and strict typing checks them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from band_trio.runtime.contact_events import ContactHandlerStatistics
@@ -83,8 +83,9 @@ class EventRoutes(Protocol):
         """Queue a contact event (never blocks)."""
         ...
 
-    def on_reconnected(self, *, count: bool = True) -> None:
-        """The socket came back: re-list, rejoin and resync."""
+    def on_reconnected(self, *, count: bool = True, lost: Sequence[str] = ()) -> None:
+        """The socket came back: re-list, rejoin and resync (``lost``: topics
+        whose rejoin the platform refused)."""
         ...
 
     def on_topic_lost(self, topic: str) -> None:

@@ -140,3 +140,29 @@ async def test_lost_topics_are_joined_again(autojump_clock: trio.testing.MockClo
         assert f"agent_rooms:{AGENT}" in link.joined
         assert set(engine.serving_rooms()) == {"r1"}
         nursery.cancel_scope.cancel()
+
+
+async def test_topics_refused_on_a_reconnect_are_joined_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A reconnect whose rejoins the platform refused for some topics: the agent
+    topics are joined again (else no room_added or control signal would ever
+    arrive), the rooms are re-listed, rejoined and drained."""
+    from band_trio.wire.link import LinkReconnected
+
+    rest = FakeRest(["r1", "r2"])
+    link = FakeLink({})
+    engine = make_engine(rest, link)
+    send, recv = trio.open_memory_channel[Any](10)
+    async with send, trio.open_nursery() as nursery:
+        await nursery.start(engine.serve, recv)
+        agent_topics = (f"agent_control:{AGENT}", f"agent_rooms:{AGENT}")
+        lost = (*agent_topics, "chat_room:r1")
+        link.joined.difference_update(lost)
+        drains = len(rest.times("next"))
+        engine.dispatcher.dispatch(LinkReconnected(1, ("chat_room:r2",), lost))
+        await trio.sleep(10)
+        assert set(lost) <= link.joined
+        assert set(engine.serving_rooms()) == {"r1", "r2"}
+        assert len(rest.times("next")) >= drains + 2  # each room drained again
+        nursery.cancel_scope.cancel()
