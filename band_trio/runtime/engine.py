@@ -142,6 +142,8 @@ class AgentEngine:
         self._relisting = False
         self._relist_again = False
         self._lost_rooms: set[str] = set()
+        self._rejoining: set[str] = set()
+        """Agent-level topics being joined again (one task each)."""
         self._reconnects = 0
         self._join_failures = 0
         self.rooms_removed = 0
@@ -443,6 +445,12 @@ class AgentEngine:
         serving.sort(key=lambda room: room.last_active, reverse=True)
         for room in serving:
             room.request_bulk_resync(refresh_roster=True)
+        self._request_relist()
+
+    def _request_relist(self) -> None:
+        """Re-list the rooms now, or once more after the re-listing in progress."""
+        if self._nursery is None:
+            return
         if self._relisting:
             self._relist_again = True
             return
@@ -525,18 +533,46 @@ class AgentEngine:
         room_id = topic.partition(":")[2]
         if room_id in self._rooms and topic in room_topics(room_id):
             self._lost_rooms.add(room_id)
-        if topic.startswith(("agent_control:", "agent_rooms:", "agent_contacts:")):
+        if (
+            topic.startswith(("agent_control:", "agent_rooms:", "agent_contacts:"))
+            and topic not in self._rejoining
+        ):
+            self._rejoining.add(topic)
             self._nursery.start_soon(self._rejoin_topic, topic)
 
     async def _rejoin_topic(self, topic: str) -> None:
-        for delay in (0.0, *self._config.join_retry_delays):
-            await trio.sleep(delay)
-            try:
-                await self._link.join(topic)
-            except BandError as exc:
-                logger.warning("rejoining %s failed: %s", topic, exc)
-                continue
-            return
+        """Join an agent-level topic again until it is joined: after the
+        ``join_retry_delays``, every ``idle_resync_interval`` (without it the
+        agent hears no control signal, room or contact event again)."""
+        delays = (0.0, *self._config.join_retry_delays)
+        every = self._config.idle_resync_interval
+        attempt = 0
+        try:
+            while self._accepting:
+                await trio.sleep(delays[attempt] if attempt < len(delays) else every)
+                try:
+                    await self._link.join(topic)
+                except BandError as exc:
+                    attempt += 1
+                    if attempt == len(delays):
+                        logger.error(
+                            "rejoining %s failed %d times: %s; retrying every %g s",
+                            topic,
+                            attempt,
+                            exc,
+                            every,
+                        )
+                    elif attempt < len(delays):
+                        logger.warning("rejoining %s failed: %s", topic, exc)
+                    continue
+                if attempt:
+                    logger.info("%s joined again", topic)
+                if topic.startswith("agent_rooms:"):
+                    # Rooms added or removed before the topic was back went unheard.
+                    self._request_relist()
+                return
+        finally:
+            self._rejoining.discard(topic)
 
     # ------------------------------------------------------------------ contacts (RoomSink)
 

@@ -27,7 +27,8 @@ from .fakes import AGENT, Adapter, FakeRest, FakeTools
 
 
 class FakeLink:
-    """Joins take one second; the first ``failures[room]`` joins of a room fail."""
+    """Joins take one second; the first ``failures[room]`` joins of a room fail,
+    and the first ``failures[topic]`` joins of an agent topic."""
 
     def __init__(self, failures: dict[str, int]) -> None:
         self.failures = dict(failures)
@@ -40,14 +41,17 @@ class FakeLink:
         room = topic.split(":", 1)[1]
         if topic.startswith("chat_room:"):
             self.attempts.setdefault(room, []).append(trio.current_time())
+        elif not topic.startswith("room_participants:"):
+            self.attempts.setdefault(topic, []).append(trio.current_time())
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         try:
             await trio.sleep(1)
         finally:
             self.active -= 1
-        if topic.startswith("chat_room:") and self.failures.get(room, 0) > 0:
-            self.failures[room] -= 1
+        key = room if topic.startswith("chat_room:") else topic
+        if not topic.startswith("room_participants:") and self.failures.get(key, 0) > 0:
+            self.failures[key] -= 1
             raise JoinError(topic, "refused")
         self.joined.add(topic)
 
@@ -165,4 +169,37 @@ async def test_topics_refused_on_a_reconnect_are_joined_again(
         assert set(lost) <= link.joined
         assert set(engine.serving_rooms()) == {"r1", "r2"}
         assert len(rest.times("next")) >= drains + 2  # each room drained again
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_agent_topic_is_joined_again_however_long_it_is_refused(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The platform refuses the rooms topic for minutes: the agent keeps trying
+    (every ``idle_resync_interval`` once the retry delays are spent) and, once
+    joined, re-lists the rooms, so a room added meanwhile is served."""
+    from band_trio.wire.link import TopicLost
+
+    rooms_topic = f"agent_rooms:{AGENT}"
+    rest = FakeRest(["r1"])
+    link = FakeLink({})
+    engine = make_engine(rest, link, idle_resync_interval=60.0)
+    send, recv = trio.open_memory_channel[Any](10)
+    async with send, trio.open_nursery() as nursery:
+        await nursery.start(engine.serve, recv)
+        link.joined.discard(rooms_topic)
+        link.failures[rooms_topic] = 4  # the first try and its three retries (1, 2, 4 s)
+        engine.dispatcher.dispatch(TopicLost(rooms_topic, "phx_close"))
+        engine.dispatcher.dispatch(TopicLost(rooms_topic, "phx_close"))  # one task, not two
+        await trio.sleep(40)
+        assert rooms_topic not in link.joined
+        rest.chats.append("r2")  # added while the agent could not hear it
+        await trio.sleep(30)
+        assert rooms_topic not in link.joined
+        await trio.sleep(40)
+        assert rooms_topic in link.joined
+        lost_at = link.attempts[rooms_topic][0]
+        waits = [round(t - lost_at) for t in link.attempts[rooms_topic]]
+        assert waits == [0, 2, 5, 10, 71]  # each join takes 1 s; then every 60 s
+        assert set(engine.serving_rooms()) == {"r1", "r2"}
         nursery.cancel_scope.cancel()
