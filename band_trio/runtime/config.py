@@ -209,9 +209,10 @@ class AgentConfig:
             loaded history while their turns wait: the memory of loaded
             histories follows the turns in progress, not the number of
             rooms that started.
-        join_retry_delays: waits between retries of a failed room join; also
-            of a lost agent topic's rejoin (control, rooms, contacts), which
-            then goes on every ``idle_resync_interval`` until joined.
+        join_retry_delays: waits between retries of a failed room join or of
+            a lost agent topic's rejoin (control, rooms, contacts); once they
+            are spent, the join is tried every ``idle_resync_interval`` (and a
+            room's also at each reconnect) until it succeeds.
         idle_resync_interval: base interval of the periodic ``/next`` reconcile.
         idle_resync_max_interval: the interval doubles while ``/next`` is empty,
             up to this (raised to at least the base).

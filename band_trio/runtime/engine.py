@@ -144,6 +144,8 @@ class AgentEngine:
         self._lost_rooms: set[str] = set()
         self._rejoining: set[str] = set()
         """Agent-level topics being joined again (one task each)."""
+        self._reconnected = trio.Event()
+        """Set at the next reconnect (then replaced): wakes rooms waiting to retry a join."""
         self._reconnects = 0
         self._join_failures = 0
         self.rooms_removed = 0
@@ -333,10 +335,9 @@ class AgentEngine:
         joined = False
         try:
             with slot.scope:
-                joined = await self._join_with_retries(slot)
+                await self._join_with_retries(slot)
+                joined = True
                 slot.settle()
-                if not joined:
-                    return
                 slot.serving = True
                 served = True
                 self._changes.notify()
@@ -374,26 +375,45 @@ class AgentEngine:
                 self._config.cleanup_timeout,
             )
 
-    async def _join_with_retries(self, slot: _RoomSlot) -> bool:
+    async def _join_with_retries(self, slot: _RoomSlot) -> None:
+        """Join the room, retrying until joined (the room's removal cancels it):
+        after ``join_retry_delays``, every ``idle_resync_interval`` or at the
+        next reconnect, whichever comes first."""
         room_id = slot.room.room_id
         delays = (0.0, *self._config.join_retry_delays)
-        for attempt, delay in enumerate(delays, start=1):
-            if delay:
-                await trio.sleep(delay)
+        every = self._config.idle_resync_interval
+        attempt = 0
+        while True:
+            if attempt < len(delays):
+                await trio.sleep(delays[attempt])
+            else:
+                with trio.move_on_after(every):
+                    await self._reconnected.wait()
+            attempt += 1
             try:
                 async with self._limiter:
                     await self._join(room_id)
             except BandError as exc:
                 self._join_failures += 1
                 self._changes.notify()
-                logger.warning("room %s: join attempt %d failed: %s", room_id, attempt, exc)
+                if attempt < len(delays):
+                    logger.warning("room %s: join attempt %d failed: %s", room_id, attempt, exc)
+                elif attempt == len(delays):
+                    logger.error(
+                        "room %s: join attempt %d failed: %s; retrying every %g s "
+                        "and at each reconnect",
+                        room_id,
+                        attempt,
+                        exc,
+                        every,
+                    )
+                else:
+                    logger.debug("room %s: join attempt %d failed: %s", room_id, attempt, exc)
                 # Startup does not wait for the retries.
                 slot.settle()
                 continue
             logger.info("room %s: joined", room_id)
-            return True
-        logger.error("room %s: giving up joining until the next reconnect", room_id)
-        return False
+            return
 
     async def _join(self, room_id: str) -> None:
         chat_topic, participants_topic = room_topics(room_id)
@@ -430,6 +450,8 @@ class AgentEngine:
         """
         if count:
             self._reconnects += 1
+            self._reconnected.set()
+            self._reconnected = trio.Event()
         if not self._accepting or self._nursery is None:
             return
         if lost:

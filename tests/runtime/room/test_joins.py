@@ -1,6 +1,6 @@
-"""Room admission in the engine: failed joins retried with backoff, parallelism
-bounded, startup not held up by retries (official runtime, "Testable behaviours" 10, 11;
-beats "Weak spots" 16).
+"""Room admission in the engine: failed joins retried with backoff and then on
+until joined, parallelism bounded, startup not held up by retries (official
+runtime, "Testable behaviours" 10, 11; beats "Weak spots" 16 and 17).
 
 The link and REST are in-memory fakes, so the autojump clock can drive the
 retry delays.
@@ -10,6 +10,7 @@ Reference: docs/reference/official-runtime.rst.
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -102,9 +103,40 @@ async def test_failed_joins_are_retried_and_do_not_hold_startup(
         # r2: failed twice, then joined after the 1 s and 2 s delays.
         r2 = link.attempts["r2"]
         assert len(r2) == 3
-        # r5 gave up after the configured retries, until the next reconnect.
+        # r5: the configured retries are spent (1, 2, 4 s) ...
         assert len(link.attempts["r5"]) == 4
         assert engine.statistics().join_failures == 6
+        assert engine.statistics().joining == 1
+        # ... and it goes on every idle_resync_interval (60 s) until joined.
+        await trio.sleep(6 * 60)
+        r5 = link.attempts["r5"]
+        assert len(r5) == 10  # its 10th join is the first the link accepts
+        # (each failed join takes 1 s)
+        assert [round(b - a) for a, b in itertools.pairwise(r5[3:])] == [61] * 6
+        assert set(engine.serving_rooms()) == set(rooms)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_reconnect_retries_a_refused_room_join_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Once the retry delays are spent, a reconnect (the platform may be back)
+    does not wait for the next minute to try the room again."""
+    from band_trio.wire.link import LinkReconnected
+
+    rest = FakeRest(["r1"])
+    link = FakeLink({"r1": 4})
+    engine = make_engine(rest, link)
+    send, recv = trio.open_memory_channel[Any](10)
+    async with send, trio.open_nursery() as nursery:
+        await nursery.start(engine.serve, recv)
+        await trio.sleep(20)
+        assert len(link.attempts["r1"]) == 4
+        reconnect_at = trio.current_time()
+        engine.dispatcher.dispatch(LinkReconnected(1, (), ()))
+        await trio.sleep(5)
+        assert round(link.attempts["r1"][-1] - reconnect_at) == 0
+        assert set(engine.serving_rooms()) == {"r1"}
         nursery.cancel_scope.cancel()
 
 
