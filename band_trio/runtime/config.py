@@ -211,8 +211,8 @@ class AgentConfig:
             rooms that started.
         join_retry_delays: waits between retries of a failed room join or of
             a lost agent topic's rejoin (control, rooms, contacts); once they
-            are spent, the join is tried every ``idle_resync_interval`` (and a
-            room's also at each reconnect) until it succeeds.
+            are spent, the join is tried every ``idle_resync_interval`` and at
+            each reconnect until it succeeds.
         idle_resync_interval: base interval of the periodic ``/next`` reconcile.
         idle_resync_max_interval: the interval doubles while ``/next`` is empty,
             up to this (raised to at least the base).

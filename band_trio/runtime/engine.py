@@ -36,7 +36,9 @@ other rooms' hooks. Errors are logged and swallowed.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from functools import partial
 
 import attrs
 import trio
@@ -376,43 +378,52 @@ class AgentEngine:
             )
 
     async def _join_with_retries(self, slot: _RoomSlot) -> None:
-        """Join the room, retrying until joined (the room's removal cancels it):
-        after ``join_retry_delays``, every ``idle_resync_interval`` or at the
-        next reconnect, whichever comes first."""
+        """Join the room, retrying until joined (see :meth:`_until_joined`;
+        the room's removal cancels it). Startup does not wait for the retries."""
         room_id = slot.room.room_id
-        delays = (0.0, *self._config.join_retry_delays)
-        every = self._config.idle_resync_interval
-        attempt = 0
-        while True:
-            if attempt < len(delays):
-                await trio.sleep(delays[attempt])
-            else:
-                with trio.move_on_after(every):
-                    await self._reconnected.wait()
-            attempt += 1
+
+        async def join() -> None:
             try:
                 async with self._limiter:
                     await self._join(room_id)
-            except BandError as exc:
+            except BandError:
                 self._join_failures += 1
                 self._changes.notify()
+                slot.settle()
+                raise
+
+        await self._until_joined(f"room {room_id}", join)
+        logger.info("room %s: joined", room_id)
+
+    async def _until_joined(self, what: str, join: Callable[[], Awaitable[None]]) -> None:
+        """Call ``join`` until it does not raise :class:`BandError`: at once, after
+        each of ``join_retry_delays``, then every ``idle_resync_interval`` or at
+        the next reconnect, whichever comes first. A failure is a warning while
+        the delays last, an error once they are spent, then quiet."""
+        delays = (0.0, *self._config.join_retry_delays)
+        every = self._config.idle_resync_interval
+        for attempt in itertools.count(1):
+            if attempt <= len(delays):
+                await trio.sleep(delays[attempt - 1])
+            else:
+                with trio.move_on_after(every):
+                    await self._reconnected.wait()
+            try:
+                await join()
+            except BandError as exc:
                 if attempt < len(delays):
-                    logger.warning("room %s: join attempt %d failed: %s", room_id, attempt, exc)
+                    logger.warning("%s: join attempt %d failed: %s", what, attempt, exc)
                 elif attempt == len(delays):
                     logger.error(
-                        "room %s: join attempt %d failed: %s; retrying every %g s "
-                        "and at each reconnect",
-                        room_id,
+                        "%s: join attempt %d failed: %s; retrying every %g s and at each reconnect",
+                        what,
                         attempt,
                         exc,
                         every,
                     )
                 else:
-                    logger.debug("room %s: join attempt %d failed: %s", room_id, attempt, exc)
-                # Startup does not wait for the retries.
-                slot.settle()
+                    logger.debug("%s: join attempt %d failed: %s", what, attempt, exc)
                 continue
-            logger.info("room %s: joined", room_id)
             return
 
     async def _join(self, room_id: str) -> None:
@@ -563,38 +574,16 @@ class AgentEngine:
             self._nursery.start_soon(self._rejoin_topic, topic)
 
     async def _rejoin_topic(self, topic: str) -> None:
-        """Join an agent-level topic again until it is joined: after the
-        ``join_retry_delays``, every ``idle_resync_interval`` (without it the
+        """Join an agent-level topic again until it is joined (without it the
         agent hears no control signal, room or contact event again)."""
-        delays = (0.0, *self._config.join_retry_delays)
-        every = self._config.idle_resync_interval
-        attempt = 0
         try:
-            while self._accepting:
-                await trio.sleep(delays[attempt] if attempt < len(delays) else every)
-                try:
-                    await self._link.join(topic)
-                except BandError as exc:
-                    attempt += 1
-                    if attempt == len(delays):
-                        logger.error(
-                            "rejoining %s failed %d times: %s; retrying every %g s",
-                            topic,
-                            attempt,
-                            exc,
-                            every,
-                        )
-                    elif attempt < len(delays):
-                        logger.warning("rejoining %s failed: %s", topic, exc)
-                    continue
-                if attempt:
-                    logger.info("%s joined again", topic)
-                if topic.startswith("agent_rooms:"):
-                    # Rooms added or removed before the topic was back went unheard.
-                    self._request_relist()
-                return
+            await self._until_joined(topic, partial(self._link.join, topic))
         finally:
             self._rejoining.discard(topic)
+        logger.info("%s joined again", topic)
+        if topic.startswith("agent_rooms:"):
+            # Rooms added or removed before the topic was back went unheard.
+            self._request_relist()
 
     # ------------------------------------------------------------------ contacts (RoomSink)
 
