@@ -235,3 +235,28 @@ async def test_an_agent_topic_is_joined_again_however_long_it_is_refused(
         assert waits == [0, 2, 5, 10, 71]  # each join takes 1 s; then every 60 s
         assert set(engine.serving_rooms()) == {"r1", "r2"}
         nursery.cancel_scope.cancel()
+
+
+async def test_a_room_that_never_joins_does_not_hold_up_the_shutdown(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Its retries go on for good while the agent runs; the shutdown ends them
+    at once (the room serves nothing, so there is no turn to wait for)."""
+    rest = FakeRest(["r1", "r2"])
+    link = FakeLink({"r2": 10**6})
+    engine = make_engine(rest, link)
+    send, recv = trio.open_memory_channel[Any](10)
+    async with send, trio.open_nursery() as nursery:
+        await nursery.start(engine.serve, recv)
+        await trio.sleep(600)
+        assert set(engine.serving_rooms()) == {"r1"}
+        assert engine.statistics().joining == 1
+        started = trio.current_time()
+        assert await engine.shutdown(started + 30.0)
+        # Ended, not waited out: no cleanup bound (cleanup_timeout + 1 s) spent.
+        assert trio.current_time() - started < 1.0
+        assert engine.room("r2") is None
+        attempts = len(link.attempts["r2"])
+        await trio.sleep(600)
+        assert len(link.attempts["r2"]) == attempts
+        nursery.cancel_scope.cancel()
