@@ -27,7 +27,7 @@ def quick_start_source() -> str:
 def test_readme_gives_the_two_commands() -> None:
     text = README.read_text()
     assert "    uv run band-trio demo\n" in text
-    assert "    uv run pytest\n" in text
+    assert "    uv run --all-packages pytest\n" in text
 
 
 async def test_quick_start_adapter_answers(band_platform: LocalPlatform) -> None:

@@ -20,7 +20,9 @@ both the tools and the runtime build on.
   :func:`offered_tool_schemas` / :class:`ToolSchema` (the tools to offer, in
   the model's format); :func:`run_tool_call` / :class:`ToolOutput` /
   :class:`ImageBlock` (a tool call with its events, and what the model gets
-  back); :func:`post_thought`.
+  back); :func:`post_thought`; :func:`read_history` (a room's history as
+  tool calls, results and text, other senders labelled by
+  :func:`sender_label`: name and unique handle).
 
 This layer sits below the tools and the runtime and imports neither; adapters
 for a given LLM framework live in their own distributions and build on it.
@@ -45,6 +47,14 @@ from band_trio.adapter.failures import (
     report_failure,
 )
 from band_trio.adapter.features import AdapterFeatures, Emit, resolve_features
+from band_trio.adapter.history_records import (
+    INTERRUPTED_TOOL_RESULT,
+    HistoryRecord,
+    HistoryText,
+    HistoryToolCall,
+    HistoryToolResult,
+    read_history,
+)
 from band_trio.adapter.messages import (
     HistoryConverter,
     HistoryItem,
@@ -52,6 +62,7 @@ from band_trio.adapter.messages import (
     HistoryRole,
     NamedHistoryConverter,
     PlatformMessage,
+    sender_label,
 )
 from band_trio.adapter.prompt import (
     CAPABILITY_SECTIONS,
@@ -109,6 +120,7 @@ __all__ = [
     "FAILURE_METADATA_KEY",
     "GENERIC_FAILURE_MESSAGE",
     "HISTORY_START",
+    "INTERRUPTED_TOOL_RESULT",
     "MISSING_REPLY_LABEL",
     "MISSING_REPLY_MESSAGE",
     "MISSING_REPLY_TEXT",
@@ -128,7 +140,11 @@ __all__ = [
     "HistoryConverter",
     "HistoryItem",
     "HistoryProvider",
+    "HistoryRecord",
     "HistoryRole",
+    "HistoryText",
+    "HistoryToolCall",
+    "HistoryToolResult",
     "ImageBlock",
     "InterruptHandler",
     "NamedHistoryConverter",
@@ -160,12 +176,14 @@ __all__ = [
     "post_thought",
     "post_tool_call",
     "post_tool_result",
+    "read_history",
     "render_system_prompt",
     "render_turn_lines",
     "report_failure",
     "resolve_features",
     "resolve_mention",
     "run_tool_call",
+    "sender_label",
     "system_line",
     "to_jsonable",
     "tool_call_content",

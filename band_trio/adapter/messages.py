@@ -17,6 +17,7 @@ __all__ = [
     "HistoryProvider",
     "HistoryRole",
     "PlatformMessage",
+    "sender_label",
 ]
 
 T = TypeVar("T")
@@ -27,6 +28,26 @@ HistoryRole = Literal["user", "assistant"]
 
 
 # --------------------------------------------------------------------------- messages
+
+
+def sender_label(name: str | None, handle: str | None, sender_type: str | None = None) -> str:
+    """Who wrote a message, as a model is shown it.
+
+    With a handle (unique in the room, so two participants of the same
+    display name stay apart): ``"Name (@handle)"``, or ``"@handle"`` when the
+    name is blank or the handle itself. Without one: the name, else the sender
+    type, else ``"Unknown"``. Whitespace runs (line breaks included) become
+    one space, so a name cannot start a line of its own.
+    """
+    bare = _flat(handle or "").lstrip("@")
+    label = _flat(name or "")
+    if bare:
+        return f"{label} (@{bare})" if label and label.lstrip("@") != bare else f"@{bare}"
+    return label or _flat(sender_type or "") or "Unknown"
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
 
 
 @attrs.frozen
@@ -47,6 +68,8 @@ class PlatformMessage:
             None-valued keys removed.
         created_at: when the platform stored it (timezone-aware), or None when
             the platform's timestamp could not be parsed.
+        sender_handle: the sender's handle (unique in the room, without the
+            leading ``@``) from the roster, or None when unknown.
     """
 
     id: str
@@ -58,14 +81,15 @@ class PlatformMessage:
     message_type: str = "text"
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
     created_at: datetime | None = None
+    sender_handle: str | None = None
 
     def format_for_llm(self) -> str:
         """The message as one line for a model: ``"[<sender>]: <content>"``.
 
-        The sender is the display name, else the sender type, else ``Unknown``.
+        The sender is :func:`sender_label` of the display name and the handle
+        (``"Alice (@alice)"``), else the sender type, else ``Unknown``.
         """
-        label = self.sender_name or self.sender_type or "Unknown"
-        return f"[{label}]: {self.content}"
+        return f"[{sender_label(self.sender_name, self.sender_handle, self.sender_type)}]: {self.content}"
 
 
 @attrs.frozen
@@ -86,6 +110,8 @@ class HistoryItem:
         metadata: the platform metadata, None-valued keys removed.
         sender_id: the sender's id, when known.
         message_id: the platform message id, when known.
+        sender_handle: the sender's handle (without the leading ``@``), when
+            the roster knows it.
     """
 
     role: HistoryRole
@@ -96,6 +122,12 @@ class HistoryItem:
     metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
     sender_id: str | None = None
     message_id: str | None = None
+    sender_handle: str | None = None
+
+    @property
+    def sender_label(self) -> str:
+        """Who wrote it, as a model is shown it (:func:`sender_label`)."""
+        return sender_label(self.sender_name, self.sender_handle, self.sender_type)
 
     def to_dict(self) -> dict[str, Any]:
         """The item as the plain dict the official converters expect.

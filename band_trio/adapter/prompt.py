@@ -12,7 +12,7 @@ room id, no tool list and no date, so it stays the same for every room.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import attrs
 
@@ -194,6 +194,15 @@ def _flag(_inst: object, attr: Any, value: object) -> None:
         raise BandConfigError(f"{attr.name} must be True or False; got {value!r}")
 
 
+class _PromptFields(Protocol):
+    @property
+    def system_prompt(self) -> str | None: ...
+    @property
+    def custom_section(self) -> str: ...
+    @property
+    def include_base_instructions(self) -> bool: ...
+
+
 @attrs.frozen(kw_only=True)
 class PromptSettings:
     """How an LLM adapter gets its system prompt (immutable).
@@ -213,6 +222,16 @@ class PromptSettings:
     system_prompt: str | None = attrs.field(default=None, validator=_optional_text)
     custom_section: str = attrs.field(default="", validator=_text)
     include_base_instructions: bool = attrs.field(default=True, validator=_flag)
+
+    @classmethod
+    def of(cls, config: _PromptFields) -> PromptSettings:
+        """The settings of an adapter config that has the three fields of
+        the same names."""
+        return cls(
+            system_prompt=config.system_prompt,
+            custom_section=config.custom_section,
+            include_base_instructions=config.include_base_instructions,
+        )
 
     def render(
         self,

@@ -30,6 +30,10 @@ def _count(value: object) -> int:
     return value
 
 
+def _lenient(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 @attrs.frozen
 class Usage:
     """Token counts of one or more model calls; ``+`` and ``sum()`` add them up.
@@ -45,6 +49,24 @@ class Usage:
     output_tokens: int = attrs.field(default=0, converter=_count)
     cache_read_tokens: int = attrs.field(default=0, converter=_count)
     cache_write_tokens: int = attrs.field(default=0, converter=_count)
+
+    @classmethod
+    def reported(
+        cls,
+        *,
+        input_tokens: object = None,
+        output_tokens: object = None,
+        cache_read_tokens: object = None,
+        cache_write_tokens: object = None,
+    ) -> Usage:
+        """The usage a provider reported, read leniently: a count that is
+        missing, not an integer (booleans included) or negative counts 0."""
+        return cls(
+            _lenient(input_tokens),
+            _lenient(output_tokens),
+            _lenient(cache_read_tokens),
+            _lenient(cache_write_tokens),
+        )
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):

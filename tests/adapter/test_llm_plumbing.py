@@ -66,6 +66,18 @@ def test_prompt_settings_complete_prompt_wins() -> None:
     assert settings.render("Bot", "a helper", capabilities=["memory"]) == "Only this."
 
 
+def test_prompt_settings_of_a_config_take_its_three_fields() -> None:
+    class Config:
+        system_prompt = None
+        custom_section = "Mine."
+        include_base_instructions = False
+
+    assert PromptSettings.of(Config()) == PromptSettings(
+        custom_section="Mine.", include_base_instructions=False
+    )
+    assert PromptSettings.of(Config()).render("Bot", "") == "You are Bot.\n\nMine."
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [("system_prompt", 3), ("custom_section", None), ("include_base_instructions", "yes")],

@@ -38,19 +38,15 @@ from band_trio import (
     HistoryConverter,
     PlatformMessage,
     SimpleAdapter,
-    ToolErrorKind,
-    ToolResult,
 )
 from band_trio.adapter import (
     GENERIC_FAILURE_MESSAGE,
+    PromptSettings,
+    ToolCategory,
     Usage,
-    image_blocks_placeholder,
-    post_tool_call,
-    post_tool_result,
-    render_system_prompt,
+    render_turn_lines,
     report_failure,
 )
-from band_trio.tools import ToolCategory
 from band_trio_anthropic.caching import MAX_CACHE_BREAKPOINTS, CachePolicy, count_breakpoints
 from band_trio_anthropic.converter import AnthropicHistoryConverter
 from band_trio_anthropic.history_budget import (
@@ -93,7 +89,6 @@ DEFAULT_HISTORY_TOKEN_BUDGET: Final = 100_000
 """Tokens of conversation sent per call and kept per room (half of a 200k context)."""
 
 _NO_REPLY: Final = "band_no_reply"
-_READ_FILE: Final = "band_read_room_file"
 
 Message = dict[str, Any]
 
@@ -232,16 +227,11 @@ class AnthropicAdapterConfig:
 
 def _usage_of(response: Any) -> Usage:
     usage = getattr(response, "usage", None)
-
-    def count(name: str) -> int:
-        value = getattr(usage, name, None)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-    return Usage(
-        input_tokens=count("input_tokens"),
-        output_tokens=count("output_tokens"),
-        cache_read_tokens=count("cache_read_input_tokens"),
-        cache_write_tokens=count("cache_creation_input_tokens"),
+    return Usage.reported(
+        input_tokens=getattr(usage, "input_tokens", None),
+        output_tokens=getattr(usage, "output_tokens", None),
+        cache_read_tokens=getattr(usage, "cache_read_input_tokens", None),
+        cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None),
     )
 
 
@@ -251,32 +241,6 @@ def _error_type(body: object) -> str | None:
         if isinstance(error, Mapping) and isinstance(error.get("type"), str):
             return str(error["type"])
     return None
-
-
-def _image_blocks(result: ToolResult) -> list[dict[str, Any]] | None:
-    """The Anthropic image blocks of a ``band_read_room_file`` image result, or None."""
-    value = result.value
-    if result.is_error or result.tool_name != _READ_FILE or not isinstance(value, Mapping):
-        return None
-    items = value.get("content")
-    if not isinstance(items, list) or not items:
-        return None
-    blocks: list[dict[str, Any]] = []
-    for item in items:
-        if not (
-            isinstance(item, Mapping)
-            and item.get("type") == "image"
-            and isinstance(item.get("data"), str)
-            and isinstance(item.get("mimeType"), str)
-        ):
-            return None
-        blocks.append(
-            {
-                "type": "image",
-                "source": {"type": "base64", "media_type": item["mimeType"], "data": item["data"]},
-            }
-        )
-    return blocks
 
 
 def _is_tool_results(message: Message) -> bool:
@@ -379,10 +343,6 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
             raise BandConfigError(
                 f"config must be an AnthropicAdapterConfig; got {type(config).__name__}"
             )
-        if custom_tools is not None and not isinstance(custom_tools, CustomTools):
-            raise BandConfigError(
-                f"custom_tools must be a CustomTools; got {type(custom_tools).__name__}"
-            )
         super().__init__(
             history_converter=history_converter or AnthropicHistoryConverter(),
             # Thoughts are shown only when asked for: the reference's default.
@@ -391,12 +351,12 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
             include_tools=include_tools,
             exclude_tools=exclude_tools,
             include_categories=include_categories,
+            custom_tools=custom_tools,
+            prompt=PromptSettings.of(config),
         )
         self.config = config
-        self.custom_tools = custom_tools
         self._client = client
         self._owns_client = client is None
-        self._system_prompt: str | None = None
         self._histories: dict[str, list[Message]] = {}
         # room -> (message id, index of its user line) after a failed turn, so a
         # retry of the same message starts from the same place ("Weak spots" 9).
@@ -406,29 +366,6 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         return f"{type(self).__name__}(model={self.config.model!r})"
 
     # ------------------------------------------------------------------ lifecycle
-
-    @property
-    def system_prompt(self) -> str:
-        """The system prompt sent with every call (rendered at ``on_started``)."""
-        if self._system_prompt is None:
-            self._system_prompt = self._render_prompt()
-        return self._system_prompt
-
-    def _render_prompt(self) -> str:
-        if self.config.system_prompt is not None:
-            return self.config.system_prompt
-        return render_system_prompt(
-            self.agent_name,
-            self.agent_description,
-            custom_section=self.config.custom_section,
-            include_base_instructions=self.config.include_base_instructions,
-            capabilities=self.features.capabilities,
-        )
-
-    async def on_started(self, agent_name: str, agent_description: str) -> None:
-        """Store the identity and render the system prompt (features are final by now)."""
-        await super().on_started(agent_name, agent_description)
-        self._system_prompt = self._render_prompt()
 
     async def on_cleanup(self, room_id: str) -> None:
         """Forget the room's conversation."""
@@ -493,15 +430,14 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
                 messages = messages[: retry[1]]
         # The turn's own part (its system lines and message) is never trimmed.
         turn = _Turn(messages, begin=len(messages))
-        for line in (participants_msg, contacts_msg):
-            if line:
-                messages.append({"role": "user", "content": f"[System]: {line}"})
-        turn.user_index = len(messages)
-        messages.append({"role": "user", "content": msg.format_for_llm()})
+        for line in render_turn_lines(msg, participants_msg, contacts_msg):
+            if line.kind == "message":
+                turn.user_index = len(messages)
+            messages.append({"role": "user", "content": line.text})
 
         usage = Usage()
         try:
-            schemas = self._tool_schemas(tools)
+            schemas = self.tool_schemas(tools, "anthropic")
             overflow_retried = False
             round_number = 0
             while round_number < self.config.max_tool_rounds:
@@ -617,10 +553,7 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         if not self.features.emits(Emit.THOUGHTS):
             return
         for text in thought_texts(blocks):
-            try:
-                await tools.send_event(text, "thought")
-            except Exception as exc:
-                logger.warning("could not post a thought event: %r", exc)
+            await self.post_thought(tools, text)
 
     def _finish(
         self,
@@ -647,12 +580,6 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         )
         if text.strip():
             messages.append({"role": "assistant", "content": text})
-
-    def _tool_schemas(self, tools: AgentToolsProtocol) -> list[dict[str, Any]]:
-        options = self.features.tool_schema_options()
-        if self.custom_tools is not None:
-            options["custom_tools"] = self.custom_tools
-        return tools.get_tool_schemas("anthropic", **options)
 
     def _request(self, messages: list[Message], schemas: list[dict[str, Any]]) -> dict[str, Any]:
         """The Messages API request, with cache breakpoints when caching is on."""
@@ -733,49 +660,15 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
     ) -> tuple[list[dict[str, Any]], bool]:
         """Run the calls in order; the ``tool_result`` blocks, and whether the
         batch declined (a successful ``band_no_reply`` and no failed call)."""
-        emit_events = self.features.emits(Emit.TOOL_CALLS)
         results: list[dict[str, Any]] = []
         declined = failed = False
         for call in calls:
             name, call_id = str(call.name), str(call.id)
-            args = call.input if isinstance(call.input, Mapping) else {}
-            if emit_events:
-                await post_tool_call(tools, name, args, call_id)
-            result = await self._execute(tools, name, args)
-            images = _image_blocks(result)
-            content: str | list[dict[str, Any]] = images if images is not None else result.text
-            if emit_events:
-                output = image_blocks_placeholder(len(images)) if images is not None else content
-                await post_tool_result(tools, name, output, call_id, is_error=result.is_error)
-            results.append(
-                {
-                    "type": "tool_result",
-                    "tool_use_id": call_id,
-                    "content": content,
-                    "is_error": result.is_error,
-                }
-            )
-            failed = failed or result.is_error
-            declined = declined or (name == _NO_REPLY and not result.is_error)
+            output = await self.run_tool_call(tools, name, call.input, call_id)
+            results.append(output.to_anthropic(call_id))
+            failed = failed or output.is_error
+            declined = declined or (name == _NO_REPLY and not output.is_error)
         return results, declined and not failed
-
-    async def _execute(
-        self, tools: AgentToolsProtocol, name: str, args: Mapping[str, Any]
-    ) -> ToolResult:
-        try:
-            if self.custom_tools is not None:
-                value = await tools.execute_tool_call(name, args, custom_tools=self.custom_tools)
-            else:
-                value = await tools.execute_tool_call(name, args)
-        except Exception as exc:
-            # AgentTools never raises here; another tools object might.
-            logger.exception("tool %s raised", name)
-            return ToolResult.error(
-                name, ToolErrorKind.INTERNAL_ERROR, f"Error executing {name}: {exc}"
-            )
-        if isinstance(value, ToolResult):
-            return value
-        return ToolResult.ok(name, value)
 
 
 def _context_overflow(exc: BaseException) -> bool:

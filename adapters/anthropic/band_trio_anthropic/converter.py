@@ -17,24 +17,25 @@ accepts as they are:
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import attrs
-
 from band_trio import HistoryItem
+from band_trio.adapter import (
+    HISTORY_START,
+    INTERRUPTED_TOOL_RESULT,
+    HistoryRecord,
+    HistoryText,
+    HistoryToolCall,
+    HistoryToolResult,
+    read_history,
+)
 
 __all__ = ["HISTORY_START", "INTERRUPTED_TOOL_RESULT", "AnthropicHistoryConverter"]
 
 logger = logging.getLogger("band_trio_anthropic")
-
-INTERRUPTED_TOOL_RESULT: Final = "Error: tool execution was interrupted"
-"""The synthetic result of a tool call whose result is not in the history."""
-HISTORY_START: Final = "[System]: Earlier conversation in this room follows."
-"""The ``user`` line put first when the history would start with the agent."""
 
 # The Messages API's patterns for tool_use ids and tool names.
 _TOOL_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -43,100 +44,8 @@ _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 Message = dict[str, Any]
 
 
-@attrs.frozen
-class _Call:
-    id: str
-    name: str
-    input: dict[str, Any]
-
-
-@attrs.frozen
-class _Result:
-    id: str
-    content: str
-    is_error: bool
-
-
-@attrs.frozen
-class _Text:
-    own: bool
-    text: str
-
-
-_Record = _Call | _Result | _Text
-
-
-def _as_mapping(item: object) -> Mapping[str, Any] | None:
-    if isinstance(item, HistoryItem):
-        return item.to_dict()
-    if isinstance(item, Mapping):
-        return item
-    return None
-
-
-def _load_object(content: object) -> Mapping[str, Any] | None:
-    if not isinstance(content, str):
-        return None
-    try:
-        data = json.loads(content)
-    except ValueError:
-        return None
-    return data if isinstance(data, Mapping) else None
-
-
-def _tool_ids(data: Mapping[str, Any]) -> tuple[str, str] | None:
-    call_id, name = data.get("tool_call_id"), data.get("name")
-    if not isinstance(call_id, str) or not _TOOL_ID.fullmatch(call_id):
-        return None
-    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
-        return None
-    return call_id, name
-
-
-def _parse(index: int, item: object) -> _Record | None:
-    """One history item as a record, or None (skipped; malformed ones are logged)."""
-    data = _as_mapping(item)
-    if data is None:
-        logger.warning("history item %d skipped: not a history item (%s)", index, type(item))
-        return None
-    kind = data.get("message_type") or "text"
-    content = data.get("content")
-    if kind in ("tool_call", "tool_result") and data.get("role") != "assistant":
-        # Another agent's tool events are not this agent's calls; its visible
-        # side (its messages) is in the history as text.
-        return None
-    if kind == "tool_call":
-        event = _load_object(content)
-        ids = None if event is None else _tool_ids(event)
-        if event is None or ids is None:
-            logger.warning("history item %d skipped: malformed tool_call event", index)
-            return None
-        args = event.get("args")
-        return _Call(ids[0], ids[1], dict(args) if isinstance(args, Mapping) else {})
-    if kind == "tool_result":
-        event = _load_object(content)
-        ids = None if event is None else _tool_ids(event)
-        if event is None or ids is None:
-            logger.warning("history item %d skipped: malformed tool_result event", index)
-            return None
-        output = event.get("output")
-        if output is None:
-            text = ""
-        elif isinstance(output, str):
-            text = output
-        else:
-            text = json.dumps(output, ensure_ascii=False, default=str)
-        return _Result(ids[0], text, event.get("is_error") is True)
-    if kind == "text":
-        if not isinstance(content, str) or not content.strip():
-            return None
-        if data.get("role") == "assistant":
-            return _Text(own=True, text=content)
-        sender = data.get("sender_name")
-        label = f"[{sender}]: " if isinstance(sender, str) and sender else ""
-        return _Text(own=False, text=f"{label}{content}")
-    # thought, error, task (lifecycle and usage), attention, ...: not conversation.
-    return None
+def _api_ids(call_id: str, name: str) -> bool:
+    return bool(_TOOL_ID.fullmatch(call_id) and _TOOL_NAME.fullmatch(name))
 
 
 def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,9 +70,9 @@ class _Round:
     """One assistant message of tool calls and the results that answer it."""
 
     def __init__(self) -> None:
-        self.calls: list[_Call] = []
-        self.results: dict[str, _Result] = {}
-        self.deferred: list[_Text] = []
+        self.calls: list[HistoryToolCall] = []
+        self.results: dict[str, HistoryToolResult] = {}
+        self.deferred: list[HistoryText] = []
 
     @property
     def collecting_results(self) -> bool:
@@ -176,21 +85,18 @@ class _Round:
     def flush(self, out: _Builder) -> None:
         out.add(
             "assistant",
-            [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}
-                for c in self.calls
-            ],
+            [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in self.calls],
         )
         blocks: list[dict[str, Any]] = []
         for call in self.calls:
             result = self.results.get(call.id)
             if result is None:
                 logger.warning("tool call %s has no result in the history", call.id)
-                result = _Result(call.id, INTERRUPTED_TOOL_RESULT, True)
+                result = HistoryToolResult(call.id, call.name, INTERRUPTED_TOOL_RESULT, True)
             block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": call.id,
-                "content": result.content,
+                "content": result.output,
             }
             if result.is_error:
                 block["is_error"] = True
@@ -200,7 +106,7 @@ class _Round:
             _add_text(out, text)
 
 
-def _add_text(out: _Builder, text: _Text) -> None:
+def _add_text(out: _Builder, text: HistoryText) -> None:
     out.add("assistant" if text.own else "user", text.text)
 
 
@@ -215,8 +121,9 @@ class AnthropicHistoryConverter:
       an assistant message and ``tool_result`` blocks in the next user message;
       consecutive calls share one message, and ``is_error`` is kept only when
       true.
-    * Another participant's text becomes ``"[<sender>]: <content>"`` (the bare
-      content when the sender has no name). Text that arrives while a call's
+    * Another participant's text becomes ``"[<sender>]: <content>"``, the
+      sender shown by name and unique handle (``band_trio.adapter.sender_label``:
+      ``"Alice (@alice)"``). Text that arrives while a call's
       result is still to come is moved after that result.
     * This agent's own text (``role == "assistant"``, which the runtime sets
       only for this agent's messages) is dropped while one of its tool calls is
@@ -249,19 +156,18 @@ class AnthropicHistoryConverter:
             items: :class:`band_trio.HistoryItem` objects (or their
                 ``to_dict()`` form), oldest first.
         """
-        records = [r for i, item in enumerate(items) if (r := _parse(i, item)) is not None]
-        records = _drop_unanswerable(records)
+        records = _drop_unanswerable(read_history(items, valid_ids=_api_ids))
         out = _Builder()
         current: _Round | None = None
         for index, record in enumerate(records):
-            if isinstance(record, _Call):
+            if isinstance(record, HistoryToolCall):
                 if current is not None and current.collecting_results:
                     current.flush(out)
                     current = None
                 if current is None:
                     current = _Round()
                 current.calls.append(record)
-            elif isinstance(record, _Result):
+            elif isinstance(record, HistoryToolResult):
                 if current is None or record.id not in current.missing:
                     logger.warning("tool result %s skipped: its call is not open", record.id)
                     continue
@@ -286,22 +192,22 @@ class AnthropicHistoryConverter:
         return messages
 
 
-def _answered_later(missing: set[str], rest: Sequence[_Record]) -> bool:
+def _answered_later(missing: set[str], rest: Sequence[HistoryRecord]) -> bool:
     """True when a result for one of ``missing`` comes before the next call."""
     for record in rest:
-        if isinstance(record, _Call):
+        if isinstance(record, HistoryToolCall):
             return False
-        if isinstance(record, _Result) and record.id in missing:
+        if isinstance(record, HistoryToolResult) and record.id in missing:
             return True
     return False
 
 
-def _drop_unanswerable(records: list[_Record]) -> list[_Record]:
+def _drop_unanswerable(records: list[HistoryRecord]) -> list[HistoryRecord]:
     """Drop repeated call ids (the API requires unique ids) with a warning."""
     seen: set[str] = set()
-    kept: list[_Record] = []
+    kept: list[HistoryRecord] = []
     for record in records:
-        if isinstance(record, _Call):
+        if isinstance(record, HistoryToolCall):
             if record.id in seen:
                 logger.warning("tool call %s skipped: its id was used before", record.id)
                 continue

@@ -160,7 +160,8 @@ def test_other_agents_speak_as_users_and_own_text_survives_without_tool_events()
             ],
         },
         {"role": "assistant", "content": "my answer"},
-        {"role": "user", "content": "bare"},
+        # no name: the sender type speaks, as in every converter
+        {"role": "user", "content": "[User]: bare"},
     ]
 
 

@@ -51,11 +51,12 @@ from band_trio import (
     get_tool_schemas,
 )
 from band_trio.adapter import (
+    PromptSettings,
+    ToolCategory,
     Usage,
-    render_system_prompt,
+    render_turn_lines,
     report_failure,
 )
-from band_trio_langgraph._core_names import ToolCategory
 from band_trio_langgraph.bridge import (
     DEFAULT_CANCEL_GRACE,
     AsyncioBridge,
@@ -198,20 +199,16 @@ def band_tools(
     return [BandTool.from_schema(s) for s in schemas]
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 def _usage_of(message: AIMessage) -> Usage:
     metadata = message.usage_metadata
     if not metadata:
         return Usage()
     details = metadata.get("input_token_details") or {}
-    return Usage(
-        input_tokens=_count(metadata.get("input_tokens")),
-        output_tokens=_count(metadata.get("output_tokens")),
-        cache_read_tokens=_count(details.get("cache_read")),
-        cache_write_tokens=_count(details.get("cache_creation")),
+    return Usage.reported(
+        input_tokens=metadata.get("input_tokens"),
+        output_tokens=metadata.get("output_tokens"),
+        cache_read_tokens=details.get("cache_read"),
+        cache_write_tokens=details.get("cache_creation"),
     )
 
 
@@ -329,20 +326,6 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
                 "give exactly one of model (simple pattern), graph_factory or graph "
                 f"(advanced pattern); got {', '.join(given) or 'none'}"
             )
-        if custom_tools is not None and not isinstance(custom_tools, CustomTools):
-            raise BandConfigError(
-                f"custom_tools must be a CustomTools; got {type(custom_tools).__name__}"
-            )
-        plain = list(tools)
-        for tool in plain:
-            if not isinstance(tool, BaseTool):
-                raise BandConfigError(f"tools must be LangChain tools; got {type(tool).__name__}")
-        names = [t.name for t in plain] + [d.name for d in (custom_tools or ())]
-        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
-        if clashes:
-            raise BandConfigError(
-                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
-            )
         super().__init__(
             history_converter=history_converter or LangChainHistoryConverter(),
             emit=emit,
@@ -350,19 +333,30 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
             include_tools=include_tools,
             exclude_tools=exclude_tools,
             include_categories=include_categories,
+            custom_tools=custom_tools,
+            prompt=PromptSettings.of(config),
         )
+        plain = list(tools)
+        for tool in plain:
+            if not isinstance(tool, BaseTool):
+                raise BandConfigError(f"tools must be LangChain tools; got {type(tool).__name__}")
+        custom = [] if custom_tools is None else custom_tools.definitions()
+        names = [t.name for t in plain] + [d.name for d in custom]
+        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
+        if clashes:
+            raise BandConfigError(
+                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
+            )
         self.config = config
         self.model = model
         self.graph_factory = graph_factory
         self.static_graph = graph
-        self.custom_tools = custom_tools
         self._plain_tools = wrap_tools(plain)
         self._checkpointer_arg = checkpointer
         self._owns_bridge = bridge is None
         self.bridge = (
             bridge if bridge is not None else AsyncioBridge(cancel_grace=config.cancel_grace)
         )
-        self._system_prompt: str | None = None
         # Touched only on the bridge's loop thread (inside runs).
         self._graphs: dict[str, tuple[str, CompiledGraph]] = {}
         self._saver: BaseCheckpointSaver[Any] | None = None
@@ -375,29 +369,10 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
 
     # ------------------------------------------------------------------ lifecycle
 
-    @property
-    def system_prompt(self) -> str:
-        """The system prompt (rendered at ``on_started``)."""
-        if self._system_prompt is None:
-            self._system_prompt = self._render_prompt()
-        return self._system_prompt
-
-    def _render_prompt(self) -> str:
-        if self.config.system_prompt is not None:
-            return self.config.system_prompt
-        return render_system_prompt(
-            self.agent_name,
-            self.agent_description,
-            custom_section=self.config.custom_section,
-            include_base_instructions=self.config.include_base_instructions,
-            capabilities=self.features.capabilities,
-        )
-
     async def on_started(self, agent_name: str, agent_description: str) -> None:
-        """Store the identity, render the system prompt (features are final by
-        now) and start the bridge's thread, so that no turn waits for it."""
+        """Store the identity (the system prompt is rendered with it) and start
+        the bridge's thread, so that no turn waits for it."""
         await super().on_started(agent_name, agent_description)
-        self._system_prompt = self._render_prompt()
         await self.bridge.start()
 
     async def on_cleanup(self, room_id: str) -> None:
@@ -461,7 +436,9 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         """
         holder: list[TurnState] = []
         try:
-            schemas = self._tool_schemas(tools)
+            # Asked of the turn's tools object every turn: it records what was
+            # offered, and the room's tool set can change.
+            schemas = self.tool_schemas(tools, "openai")
             inputs = self._turn_messages(msg, participants_msg, contacts_msg)
             bootstrap = list(history) if is_session_bootstrap else []
 
@@ -486,29 +463,19 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         finally:
             await self.emit_usage(tools, holder[0].usage if holder else Usage())
 
-    def _tool_schemas(self, tools: AgentToolsProtocol) -> list[dict[str, Any]]:
-        # Asked of the turn's tools object every turn: it records what was
-        # offered (and refuses anything else), and the room's tool set can
-        # change (a hub room, capabilities the deployment stopped serving).
-        options = self.features.tool_schema_options()
-        if self.custom_tools is not None:
-            options["custom_tools"] = self.custom_tools
-        return tools.get_tool_schemas("openai", **options)
-
     @staticmethod
     def _turn_messages(
         msg: PlatformMessage, participants_msg: str | None, contacts_msg: str | None
     ) -> list[BaseMessage]:
         # Stable ids: a retried message replaces its lines in the thread
         # instead of adding them again.
-        messages: list[BaseMessage] = []
-        for suffix, line in (("participants", participants_msg), ("contacts", contacts_msg)):
-            if line:
-                messages.append(
-                    HumanMessage(content=f"[System]: {line}", id=f"band-{msg.id}-{suffix}")
-                )
-        messages.append(HumanMessage(content=msg.format_for_llm(), id=f"band-{msg.id}"))
-        return messages
+        return [
+            HumanMessage(
+                content=line.text,
+                id=f"band-{msg.id}" if line.kind == "message" else f"band-{msg.id}-{line.kind}",
+            )
+            for line in render_turn_lines(msg, participants_msg, contacts_msg)
+        ]
 
     # -- on the bridge's loop
 

@@ -28,19 +28,18 @@ from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 
-from band_trio import (
-    AgentToolsProtocol,
-    Emit,
-    ToolErrorKind,
-    ToolResult,
-)
+from band_trio import AgentToolsProtocol, Emit
 from band_trio.adapter import (
     CustomToolSet,
+    ImageBlock,
+    ToolOutput,
     Usage,
+    post_thought,
     post_tool_call,
     post_tool_result,
+    run_tool_call,
+    tool_exception_result,
 )
-from band_trio_langgraph._core_names import image_blocks_placeholder
 from band_trio_langgraph.bridge import TrioPortal
 
 __all__ = ["BandTool", "LangChainToolWrapper", "TurnState", "current_turn"]
@@ -48,7 +47,6 @@ __all__ = ["BandTool", "LangChainToolWrapper", "TurnState", "current_turn"]
 logger = logging.getLogger("band_trio_langgraph")
 
 NO_REPLY_TOOL: Final = "band_no_reply"
-_READ_FILE: Final = "band_read_room_file"
 
 _TURN: contextvars.ContextVar[TurnState] = contextvars.ContextVar("band_trio_langgraph_turn")
 _CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -84,33 +82,16 @@ class TurnState:
 
     # -- Trio side (called through the portal)
 
-    async def execute(self, name: str, args: Mapping[str, Any], call_id: str) -> ToolResult:
+    async def execute(self, name: str, args: Mapping[str, Any], call_id: str) -> ToolOutput:
         """Run a platform or custom tool with its events (on Trio)."""
-        emit = Emit.TOOL_CALLS in self.emit
-        if emit:
-            await post_tool_call(self.tools, name, args, call_id)
-        result = await self._dispatch(name, args)
-        if emit:
-            images = image_blocks(result)
-            output = image_blocks_placeholder(len(images)) if images is not None else result.text
-            await post_tool_result(self.tools, name, output, call_id, is_error=result.is_error)
-        return result
-
-    async def _dispatch(self, name: str, args: Mapping[str, Any]) -> ToolResult:
-        try:
-            if self.custom_tools is not None:
-                value = await self.tools.execute_tool_call(
-                    name, args, custom_tools=self.custom_tools
-                )
-            else:
-                value = await self.tools.execute_tool_call(name, args)
-        except Exception as exc:
-            # AgentTools never raises here; another tools object might.
-            logger.exception("tool %s raised", name)
-            return ToolResult.error(
-                name, ToolErrorKind.INTERNAL_ERROR, f"Error executing {name}: {exc}"
-            )
-        return value if isinstance(value, ToolResult) else ToolResult.ok(name, value)
+        return await run_tool_call(
+            self.tools,
+            name,
+            args,
+            call_id,
+            custom_tools=self.custom_tools,
+            post_events=Emit.TOOL_CALLS in self.emit,
+        )
 
     async def post_call(self, name: str, args: Mapping[str, Any], call_id: str) -> None:
         """Post a ``tool_call`` event (on Trio) when ``Emit.TOOL_CALLS`` is on."""
@@ -124,10 +105,7 @@ class TurnState:
 
     async def post_thought(self, text: str) -> None:
         """Post a ``thought`` event (on Trio), best-effort."""
-        try:
-            await self.tools.send_event(text, "thought")
-        except Exception as exc:
-            logger.warning("could not post a thought event: %r", exc)
+        await post_thought(self.tools, text)
 
 
 def current_turn() -> TurnState | None:
@@ -135,25 +113,9 @@ def current_turn() -> TurnState | None:
     return _TURN.get(None)
 
 
-def image_blocks(result: ToolResult) -> list[dict[str, Any]] | None:
-    """LangChain image blocks of a ``band_read_room_file`` image result, or None."""
-    value = result.value
-    if result.is_error or result.tool_name != _READ_FILE or not isinstance(value, Mapping):
-        return None
-    items = value.get("content")
-    if not isinstance(items, list) or not items:
-        return None
-    blocks: list[dict[str, Any]] = []
-    for item in items:
-        if not (
-            isinstance(item, Mapping)
-            and item.get("type") == "image"
-            and isinstance(item.get("data"), str)
-            and isinstance(item.get("mimeType"), str)
-        ):
-            return None
-        blocks.append({"type": "image", "base64": item["data"], "mime_type": item["mimeType"]})
-    return blocks
+def _langchain_image(image: ImageBlock) -> dict[str, Any]:
+    """A LangChain standard image block."""
+    return {"type": "image", "base64": image.data, "mime_type": image.mime_type}
 
 
 def _is_tool_call(value: object) -> bool:
@@ -213,11 +175,12 @@ class BandTool(BaseTool):
         if turn is None:
             raise ToolException(f"Error executing {self.name}: no Band turn is running")
         call_id = _CALL_ID.get() or _new_call_id()
-        result = await turn.portal.run(turn.execute, self.name, dict(kwargs), call_id)
-        if result.is_error:
-            raise ToolException(result.text)
-        images = image_blocks(result)
-        return images if images is not None else result.text
+        output = await turn.portal.run(turn.execute, self.name, dict(kwargs), call_id)
+        if output.is_error:
+            raise ToolException(output.text)
+        if output.images:
+            return [_langchain_image(i) for i in output.images]
+        return output.text
 
 
 def _message_text(content: object) -> str:
@@ -284,7 +247,7 @@ class LangChainToolWrapper(BaseTool):
         except Exception as exc:
             logger.warning("tool %s failed: %s: %s", self.name, type(exc).__name__, exc)
             output = ToolMessage(
-                content=f"Error executing {self.name}: {type(exc).__name__}: {exc}",
+                content=tool_exception_result(self.name, exc).text,
                 tool_call_id=call_id,
                 name=self.name,
                 status="error",

@@ -236,5 +236,6 @@ def test_every_visible_message_of_another_sender_is_kept_and_attributed(
     visible = [(t, n) for t, n in zip(texts, names, strict=False) if t.strip()]
     assert len(messages) == len(visible)
     for message, (text, name) in zip(messages, visible, strict=True):
-        label = name if name.strip() else "User"
+        # whitespace runs become one space: a name cannot start a line
+        label = " ".join(name.split()) or "User"
         assert message.content == f"[{label}]: {text}"

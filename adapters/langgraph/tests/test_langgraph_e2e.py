@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import trio
 from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
-from band_trio_langgraph._core_names import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from helpers import agent_in_rooms, bridge_threads
 from langchain_core.messages import ToolMessage
 
 from band_trio import LocalPlatform
+from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 
 
 async def test_simple_pattern_replies_through_send_message(band_platform: LocalPlatform) -> None:
