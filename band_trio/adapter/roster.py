@@ -355,11 +355,14 @@ def resolve_mention(identifier: str, roster: Roster, *, agent_id: str) -> ChatPa
     """Find the participant a mention string means.
 
     Leading ``@`` characters are stripped; then the first exact (case-sensitive)
-    match wins, by handle, then by display name, then by id.
+    match wins, by handle, then by display name, then by id. A display name
+    counts only when exactly one participant has it: two participants of the
+    same name are told apart by handle or id, never guessed.
 
     Raises:
-        UnknownParticipantError: nobody matches, or the identifier is blank.
-            The message lists the available handles (the agent excluded).
+        UnknownParticipantError: nobody matches, the name is not unique, or the
+            identifier is blank. The message lists the available handles (the
+            agent excluded).
     """
     wanted = identifier.strip().lstrip("@")
     if wanted:
@@ -367,9 +370,9 @@ def resolve_mention(identifier: str, roster: Roster, *, agent_id: str) -> ChatPa
         for p in members:
             if bare_handle(p.handle) == wanted:
                 return p
-        for p in members:
-            if p.name == wanted:
-                return p
+        named = [p for p in members if p.name == wanted]
+        if len(named) == 1:
+            return named[0]
         p_by_id = roster.get(wanted)
         if p_by_id is not None:
             return p_by_id

@@ -350,3 +350,21 @@ def test_a_relisting_with_the_same_rows_keeps_the_listed_objects() -> None:
     again = [person("u1"), person("a1", type="Agent")]
     roster.replace_snapshot(again)
     assert all(got is listed for got, listed in zip(roster.participants, again, strict=True))
+
+
+def test_a_display_name_two_participants_share_resolves_to_neither() -> None:
+    roster = Roster(
+        [
+            ChatParticipant(
+                id="u1", role="member", status="active", type="User", name="Sam", handle="sam1"
+            ),
+            ChatParticipant(
+                id="u2", role="member", status="active", type="User", name="Sam", handle="sam2"
+            ),
+        ]
+    )
+    with pytest.raises(UnknownParticipantError) as info:
+        resolve_mention("Sam", roster, agent_id="me")
+    assert info.value.available_handles == ("sam1", "sam2")
+    assert resolve_mention("@sam2", roster, agent_id="me").id == "u2"
+    assert resolve_mention("u1", roster, agent_id="me").id == "u1"
