@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 
 import attrs
@@ -28,6 +29,10 @@ class Fault:
             client gives up).
         code: the error code of the body (default: the status' usual code).
         message: the error message of the body.
+        probability: the share of matching requests this rule answers (1.0:
+            every one); the others pass untouched and use up nothing. The
+            draws come from the injector's seeded random source, so a run
+            replays the same faults.
         hits: how many requests this rule answered.
     """
 
@@ -40,6 +45,7 @@ class Fault:
     delay: float | None = None
     code: str | None = None
     message: str | None = None
+    probability: float = 1.0
     hits: int = 0
 
 
@@ -66,8 +72,13 @@ class FaultInjector:
     them (a matching upgrade is refused with the rule's status and JSON body).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, seed: int = 0) -> None:
         self._faults: list[Fault] = []
+        self._random = random.Random(seed)
+
+    def reseed(self, seed: int) -> None:
+        """Start the random source of the rules' ``probability`` over from ``seed``."""
+        self._random.seed(seed)
 
     def add(
         self,
@@ -81,16 +92,19 @@ class FaultInjector:
         delay: float | None = None,
         code: str | None = None,
         message: str | None = None,
+        probability: float = 1.0,
     ) -> Fault:
         """Add a rule; returns it (its ``hits`` counts the requests it answered).
 
         Raises:
-            ValueError: a bad status, count or regular expression.
+            ValueError: a bad status, count, probability or regular expression.
         """
         if not 100 <= status <= 599:
             raise ValueError(f"invalid HTTP status {status}")
         if count < 1:
             raise ValueError("count must be at least 1")
+        if not 0.0 < probability <= 1.0:
+            raise ValueError(f"probability must be in (0, 1], got {probability!r}")
         try:
             pattern = re.compile(path_regex)
         except re.error as exc:
@@ -105,6 +119,7 @@ class FaultInjector:
             delay=delay,
             code=code,
             message=message,
+            probability=probability,
         )
         self._faults.append(fault)
         return fault
@@ -122,6 +137,8 @@ class FaultInjector:
         """The first rule matching this request, consuming one of its uses."""
         for fault in self._faults:
             if fault.method in ("*", method.upper()) and fault.path.search(path):
+                if fault.probability < 1.0 and self._random.random() >= fault.probability:
+                    continue
                 fault.remaining -= 1
                 fault.hits += 1
                 if fault.remaining <= 0:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import httpx
 import trio
 
@@ -203,6 +204,9 @@ class InProcessRuntime(PlatformRuntime):
         on_joined: see :class:`InProcessLink`.
         on_left: see :class:`InProcessLink`.
         delays: slows chosen requests down (None: none are).
+        rest_config: the REST client's settings (None: short retries without
+            jitter, :data:`FAST_RETRIES`). Whatever is given, the in-process
+            origin is allowed without TLS.
     """
 
     def __init__(
@@ -215,7 +219,13 @@ class InProcessRuntime(PlatformRuntime):
         on_joined: Callable[[str], None] | None = None,
         on_left: Callable[[str], None] | None = None,
         delays: RequestDelays | None = None,
+        rest_config: RestConfig | None = None,
     ) -> None:
+        rest = (
+            FAST_RETRIES
+            if rest_config is None
+            else attrs.evolve(rest_config, allow_insecure_transport=True)
+        )
         settings = AgentSettings(
             agent_id=agent_id,
             api_key=api_key,
@@ -227,7 +237,7 @@ class InProcessRuntime(PlatformRuntime):
             config,
             rest_options={
                 "transport": in_process_transport(delays if delays is not None else platform.app),
-                "config": FAST_RETRIES,
+                "config": rest,
             },
         )
         self._platform = platform
