@@ -191,3 +191,21 @@ class LingersAfterCancel(Echo):
             with trio.CancelScope(shield=True):
                 await trio.sleep(5)
             raise
+
+
+class NeverReplies(SimpleAdapter[HistoryProvider]):
+    """Returns without replying and without choosing not to reply: every turn
+    is a missing reply the runtime settles itself."""
+
+    async def on_message(
+        self,
+        msg: PlatformMessage,
+        tools: AgentToolsProtocol,
+        history: HistoryProvider,
+        participants_msg: str | None,
+        contacts_msg: str | None,
+        *,
+        is_session_bootstrap: bool,
+        room_id: str,
+    ) -> None:
+        await trio.lowlevel.checkpoint()

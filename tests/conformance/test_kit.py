@@ -39,6 +39,7 @@ from band_trio.testing.conformance import (
     SlowTool,
     Stop,
     ToolFailure,
+    Wait,
     check_history_converter,
     check_result,
     conformance_settings,
@@ -50,6 +51,7 @@ from band_trio.testing.conformance.trace import LoopBlockDetector, Trace
 from tests.conformance.broken_adapters import (
     Echo,
     FailsToStart,
+    NeverReplies,
     PostsItsErrors,
     StrictToolConverter,
     TwoSystemPromptsConverter,
@@ -386,3 +388,19 @@ def test_rooms_draw_their_jitter_from_the_runs_fixed_value(monkeypatch: pytest.M
 def test_the_jitter_option_is_a_fraction(jitter: float) -> None:
     with pytest.raises(BandConfigError, match="jitter must be in"):
         RunOptions(jitter=jitter)
+
+
+def test_a_room_stopped_while_a_missing_reply_is_settled_settles_it_after_play() -> None:
+    # The failed mark of the missing reply meets the stop: the message must
+    # not stay processing once the room plays again.
+    result = replay(
+        NeverReplies,
+        Scenario(rooms=1, steps=[SlowTool(0, 0.5), Post(0, ""), Stop(0), Wait(0.5)]),
+    )
+    (room_id,) = result.trace.room_ids
+    statuses = [
+        m.deliveries[result.agent_id].status
+        for m in result.platform.state.rooms[room_id].messages
+        if result.agent_id in m.deliveries
+    ]
+    assert statuses == ["failed"]
