@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterable
 
 import attrs
 
 from band_trio.local.refusal import RequestRefusedError, fail
 
-__all__ = ["Fault", "FaultInjector", "fault_refusal"]
+__all__ = ["Fault", "FaultInjector", "SocketFreeze", "fault_refusal"]
 
 
 @attrs.define(eq=False)
@@ -49,6 +50,25 @@ class Fault:
     hits: int = 0
 
 
+@attrs.define(eq=False)
+class SocketFreeze:
+    """WebSockets gone silent without closing (a half-open connection): no
+    frame reaches the client and no frame of the client is handled, while the
+    TCP connection stays open. New sockets are not frozen.
+
+    Attributes:
+        connection_ids: the hub connections frozen.
+        active: False once :meth:`FaultInjector.thaw` lifted it.
+        dropped_in: client frames ignored.
+        dropped_out: platform frames not sent.
+    """
+
+    connection_ids: frozenset[int]
+    active: bool = True
+    dropped_in: int = 0
+    dropped_out: int = 0
+
+
 def fault_refusal(fault: Fault, *, default_code: str | None = None) -> RequestRefusedError:
     """The refusal a matching request is answered with.
 
@@ -75,6 +95,7 @@ class FaultInjector:
     def __init__(self, seed: int = 0) -> None:
         self._faults: list[Fault] = []
         self._random = random.Random(seed)
+        self._freezes: list[SocketFreeze] = []
 
     def reseed(self, seed: int) -> None:
         """Start the random source of the rules' ``probability`` over from ``seed``."""
@@ -125,8 +146,28 @@ class FaultInjector:
         return fault
 
     def clear(self) -> None:
-        """Remove every rule."""
+        """Remove every rule (frozen sockets stay frozen: see :meth:`thaw`)."""
         self._faults.clear()
+
+    def freeze_sockets(self, connection_ids: Iterable[int]) -> SocketFreeze:
+        """Make the given WebSocket connections (hub connection ids) silent
+        without closing them; returns the freeze (its counters fill up)."""
+        freeze = SocketFreeze(frozenset(connection_ids))
+        self._freezes.append(freeze)
+        return freeze
+
+    def thaw(self) -> None:
+        """Lift every freeze (the sockets carry frames again)."""
+        for freeze in self._freezes:
+            freeze.active = False
+        self._freezes.clear()
+
+    def frozen(self, connection_id: int) -> SocketFreeze | None:
+        """The freeze silencing this connection, if any."""
+        for freeze in self._freezes:
+            if connection_id in freeze.connection_ids:
+                return freeze
+        return None
 
     @property
     def pending(self) -> list[Fault]:
