@@ -71,6 +71,7 @@ from band_trio.tools.unsure_posts import (
     UnsurePostPolicy,
     outcome_unknown,
     settle_post,
+    settle_write,
 )
 from band_trio.wire.models import (
     ChatParticipant,
@@ -588,7 +589,12 @@ class AgentTools:
                 f"Participant '{identifier}' not found. Use band_lookup_peers to find "
                 "available peers."
             )
-        added = await self._rest.add_participant(self._room_id, peer.id, role=role)
+        added = await settle_write(
+            lambda: self._rest.add_participant(self._room_id, peer.id, role=role),
+            verify=lambda: self._roster_entry(peer.id),
+            policy=self._unsure,
+            what="participant addition",
+        )
         self._participants.append(_participant_from_peer(peer, added.role or role))
         return {
             "id": peer.id,
@@ -597,6 +603,11 @@ class AgentTools:
             "role": added.role or role,
             "status": "added",
         }
+
+    async def _roster_entry(self, participant_id: str) -> ChatParticipant | None:
+        """The participant's entry in the room as the platform lists it now."""
+        roster = await self._rest.list_participants(self._room_id)
+        return next((p for p in roster if p.id == participant_id), None)
 
     async def _find_peer(self, identifier: str) -> Peer | None:
         page = 1
@@ -623,7 +634,16 @@ class AgentTools:
         target = next((p for p in current if _matches(p, identifier)), None)
         if target is None:
             raise BandToolError(f"Participant '{identifier}' not found in this room.")
-        await self._rest.remove_participant(self._room_id, target.id)
+
+        async def gone() -> bool | None:
+            return True if await self._roster_entry(target.id) is None else None
+
+        await settle_write(
+            lambda: self._rest.remove_participant(self._room_id, target.id),
+            verify=gone,
+            policy=self._unsure,
+            what="participant removal",
+        )
         self._participants = [p for p in self._participants if p.id != target.id]
         return {"id": target.id, "name": target.name, "status": "removed"}
 

@@ -12,8 +12,9 @@ error only when that cannot be learned within
 :attr:`UnsurePostPolicy.give_up_after` seconds of the first doubt (the
 platform stays unreachable), or when the lookup cannot be made at all.
 
-:class:`UnsurePostPolicy` holds the numbers (no clock, no I/O);
-:func:`settle_post` is the loop.
+The same loop settles the other writes whose effect can be read back (a
+participant added or removed): :func:`settle_write`.
+:class:`UnsurePostPolicy` holds the numbers (no clock, no I/O).
 """
 
 from __future__ import annotations
@@ -34,11 +35,19 @@ from band_trio.errors import (
     OutcomeUnknownError,
 )
 
-__all__ = ["DEFAULT_UNSURE_POST_POLICY", "PostFinder", "UnsurePostPolicy", "settle_post"]
+__all__ = [
+    "DEFAULT_UNSURE_POST_POLICY",
+    "PostFinder",
+    "UnsurePostPolicy",
+    "outcome_unknown",
+    "settle_post",
+    "settle_write",
+]
 
 logger = get_logger("band_trio.tools")
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 def _positive(_: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -123,13 +132,45 @@ async def settle_post(
             still unknown ``policy.give_up_after`` seconds after the first
             doubt, or when the lookup cannot be made.
     """
+    if finder is None:
+        return await send()
+    known = finder
+
+    async def verify() -> str | None:
+        return await known.find_post(digest, message_type, exclude())
+
+    return await settle_write(send, verify=verify, policy=policy, what=f"{message_type} post")
+
+
+async def settle_write(
+    send: Callable[[], Awaitable[T]],
+    *,
+    verify: Callable[[], Awaitable[V | None]],
+    policy: UnsurePostPolicy,
+    what: str,
+) -> T | V:
+    """Make a write with ``send()`` until it is known to have taken effect.
+
+    After a failure that leaves the outcome unknown, ``verify()`` reads the
+    platform: it returns proof the write took effect, or None when it did
+    not (then the write is sent again); it raises a BandError when the read
+    failed (read again later) and any other exception when it cannot tell.
+
+    Returns:
+        ``send()``'s answer, or ``verify()``'s proof.
+
+    Raises:
+        Exception: what ``send()`` raised when it proves nothing was done, or
+            when the outcome is still unknown ``policy.give_up_after`` seconds
+            after the first doubt, or when ``verify()`` cannot tell.
+    """
     deadline: float | None = None
     checks = 0
     while True:
         try:
             return await send()
         except Exception as exc:
-            if finder is None or not outcome_unknown(exc):
+            if not outcome_unknown(exc):
                 raise
             error = exc
         now = trio.current_time()
@@ -140,24 +181,24 @@ async def settle_post(
             checks += 1
             if trio.current_time() + wait > deadline:
                 logger.warning(
-                    "a %s post's outcome is still unknown after %.0f s: %s",
-                    message_type,
+                    "a %s's outcome is still unknown after %.0f s: %s",
+                    what,
                     policy.give_up_after,
                     error,
                 )
                 raise error
             await trio.sleep(wait)
             try:
-                found = await finder.find_post(digest, message_type, exclude())
+                found = await verify()
             except BandError as exc:
-                logger.info("could not look up a %s post yet: %s", message_type, exc)
+                logger.info("could not check a %s yet: %s", what, exc)
                 continue
             except Exception as exc:
                 raise error from exc
             break
         if found is not None:
-            logger.info("a %s post whose answer was lost is stored (%s)", message_type, found)
+            logger.info("a %s whose answer was lost took effect (%s)", what, found)
             return found
         # The platform answered: the next doubt starts with a short wait again.
         checks = 0
-        logger.info("a %s post whose answer was lost is not stored; sending it again", message_type)
+        logger.info("a %s whose answer was lost did not take effect; sending it again", what)
