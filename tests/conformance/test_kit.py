@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import trio
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from band_trio import BandConfigError
 from band_trio.runtime.drain_schedule import DrainSchedule
@@ -40,6 +42,7 @@ from band_trio.testing.conformance import (
     Stop,
     ToolFailure,
     Wait,
+    check_adapter,
     check_history_converter,
     check_result,
     conformance_settings,
@@ -47,6 +50,7 @@ from band_trio.testing.conformance import (
     run_scenario,
     validate_langchain_messages,
 )
+from band_trio.testing.conformance.kit import INDEPENDENCE_NOT_JUDGED
 from band_trio.testing.conformance.trace import LoopBlockDetector, Trace
 from tests.conformance.broken_adapters import (
     Echo,
@@ -106,7 +110,8 @@ def test_exception_text_posted_in_the_room_breaks_no_error_text_in_room() -> Non
     with pytest.raises(ConformanceFailure) as caught:
         replay(PostsItsErrors, Scenario([Post(0, "hello")]), max_replies_per_message=3)
     failure = caught.value
-    assert failure.invariants == {"NoErrorTextInRoom"}
+    # It also replied (the error text) and then raised.
+    assert failure.invariants == {"NoErrorTextInRoom", "NoHiddenErrors"}
     assert (
         "NoErrorTextInRoom",
         "room 0: the agent posted the text of an exception "
@@ -404,3 +409,21 @@ def test_a_room_stopped_while_a_missing_reply_is_settled_settles_it_after_play()
         if result.agent_id in m.deliveries
     ]
     assert statuses == ["failed"]
+
+
+def test_a_pass_without_declared_determinism_says_independence_was_not_judged() -> None:
+    two_rooms = Scenario([Post(0, "a"), Post(1, "b")], rooms=2)
+    assert replay(Echo, two_rooms).notes == (INDEPENDENCE_NOT_JUDGED,)
+    assert replay(Echo, two_rooms, deterministic=True).notes == ()
+    assert replay(Echo, Scenario([Post(0, "a")])).notes == ()
+
+
+def test_check_adapter_returns_what_it_could_not_judge() -> None:
+    two_rooms = Scenario([Post(0, "a"), Post(1, "b")], rooms=2)
+    once = settings(max_examples=1, database=None, deadline=None)
+    notes = check_adapter(Echo, scenario_strategy=st.just(two_rooms), hypothesis_settings=once)
+    assert notes == (INDEPENDENCE_NOT_JUDGED,)
+    judged = check_adapter(
+        Echo, scenario_strategy=st.just(two_rooms), hypothesis_settings=once, deterministic=True
+    )
+    assert judged == ()

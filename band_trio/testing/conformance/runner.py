@@ -63,6 +63,7 @@ from band_trio.testing.conformance.steps import (
     ToolFailure,
     Wait,
 )
+from band_trio.testing.conformance.survivors import Census
 from band_trio.testing.conformance.trace import LoopBlockDetector, ObservedAdapter, Trace
 from band_trio.wire import room_topics
 
@@ -121,6 +122,8 @@ class RunOptions:
             ``[0, 1)``, so a scenario replays the same way and a room's timing
             never depends on how many rooms drew before it (which the
             room-independence check relies on). None: random, as in production.
+        start_bound: virtual seconds ``on_started`` may take (the agent serves
+            no room until it returned).
     """
 
     config: AgentConfig = attrs.field(factory=_default_config)
@@ -131,6 +134,7 @@ class RunOptions:
     history_validator: Callable[[Any], Sequence[str]] | None = None
     autojump_threshold: float = 0.01
     jitter: float | None = attrs.field(default=0.5)
+    start_bound: float = 10.0
 
     @jitter.validator
     def _check_jitter(self, _attribute: object, value: float | None) -> None:
@@ -149,6 +153,8 @@ class ScenarioResult:
         platform: the embedded platform, as the run left it (read its
             ``state``; the run is over, nothing serves it any more).
         error: an error the run itself raised (the agent failed to serve), if any.
+        notes: what the checks could not judge in this run (see
+            :func:`~band_trio.testing.conformance.check_adapter`).
     """
 
     scenario: Scenario
@@ -156,6 +162,7 @@ class ScenarioResult:
     trace: Trace
     platform: LocalPlatform
     error: BaseException | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def agent_id(self) -> str:
@@ -368,6 +375,7 @@ class _AgentRunner:
         self.done: trio.Event | None = None
         self.error: BaseException | None = None
         self._joined: set[str] = set()
+        self._census: Census | None = None
 
     def _on_joined(self, topic: str) -> None:
         trace = self.world.trace
@@ -385,6 +393,7 @@ class _AgentRunner:
         trace.runs += 1
         trace.started.append(0)
         self._joined = set()
+        self._census = Census.take()
         try:
             inner = self.factory()
         except Exception as exc:
@@ -430,6 +439,11 @@ class _AgentRunner:
         await done.wait()
         self.agent = None
         self.done = None
+        census = self._census
+        if census is not None:
+            await trio.testing.wait_all_tasks_blocked()
+            trace = self.world.trace
+            trace.leftovers.extend((trace.runs - 1, what) for what in census.newcomers())
 
 
 async def _play(
