@@ -189,6 +189,7 @@ def test_conformance_kit_names_are_pinned() -> None:
         "Post",
         "ReAddAgent",
         "RemoveAgent",
+        "RestFault",
         "Restart",
         "RoomIndependence",
         "RunOptions",

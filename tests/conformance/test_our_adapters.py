@@ -8,8 +8,17 @@ per-room echo.
 
 from __future__ import annotations
 
+import pytest
+
 from band_trio.demo import EchoAdapter
-from band_trio.testing.conformance import AdapterConformance, RunOptions
+from band_trio.testing.conformance import (
+    AdapterConformance,
+    Post,
+    RestFault,
+    RunOptions,
+    Scenario,
+    replay,
+)
 from tests.conformance.broken_adapters import Echo
 
 NO_THREADS = RunOptions(autojump_threshold=0.0)
@@ -34,3 +43,24 @@ class TestPerRoomEcho(AdapterConformance):
 
     def make_options(self) -> RunOptions:
         return NO_THREADS
+
+
+@pytest.mark.parametrize(("status", "after"), [(503, False), (503, True), (502, True), (504, True)])
+@pytest.mark.parametrize("factory", [EchoAdapter, Echo], ids=["demo-echo", "per-room-echo"])
+@pytest.mark.parametrize("times", [1, 4])
+def test_every_invariant_holds_when_rest_calls_fail(
+    factory: type, status: int, after: bool, times: int
+) -> None:
+    # Faults on whatever calls come next (claims, posts, marks, reads), in
+    # two busy rooms, before and while the turns run.
+    scenario = Scenario(
+        rooms=2,
+        steps=[
+            RestFault(None, status=status, after=after, times=times),
+            Post(0, "first"),
+            Post(1, "second"),
+            RestFault(0, status=status, after=after, times=times),
+            Post(0, "third"),
+        ],
+    )
+    replay(factory, scenario, deterministic=True, options=NO_THREADS)

@@ -18,6 +18,7 @@ from band_trio.testing.conformance import (
     ReAddAgent,
     RemoveAgent,
     Restart,
+    RestFault,
     Scenario,
     Seed,
     SlowTool,
@@ -61,6 +62,8 @@ def test_every_step_prints_as_its_constructor() -> None:
         Stop(0),
         Play(),
         ToolFailure(0, status=400, times=1),
+        RestFault(None, status=502, after=True, times=2),
+        RestFault(1),
         SlowTool(0, 7.5),
         Wait(3.0),
         Restart(),
@@ -86,3 +89,23 @@ def test_only_room_keeps_one_rooms_traffic_and_every_rooms_lifecycle() -> None:
     assert scenario.room_count == 2
     assert not scenario.restarts
     assert Scenario([Restart()]).restarts
+
+
+def test_generated_scenarios_include_rest_faults_of_every_form() -> None:
+    seen: set[tuple[int, bool, bool]] = set()
+
+    @settings(max_examples=400, deadline=None, database=None)
+    @given(scenarios(max_rooms=2, max_steps=16))
+    def collect(scenario: Scenario) -> None:
+        for step in scenario.steps:
+            if isinstance(step, RestFault):
+                seen.add((step.status, step.after, step.room is None))
+
+    collect()
+    assert {(status, after) for status, after, _ in seen} >= {
+        (503, False),
+        (503, True),
+        (502, True),
+        (504, True),
+    }
+    assert {anywhere for _, _, anywhere in seen} == {True, False}

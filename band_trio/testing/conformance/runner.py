@@ -55,6 +55,7 @@ from band_trio.testing.conformance.steps import (
     ReAddAgent,
     RemoveAgent,
     Restart,
+    RestFault,
     Scenario,
     Seed,
     SlowTool,
@@ -340,6 +341,16 @@ class _World:
         if path is not None:
             self.platform.faults.add("POST", path, status, times)
 
+    def fail_calls(self, step: RestFault) -> None:
+        if step.room is None:
+            path = r"^/api/v1/agent/"
+        else:
+            room_id = self.room_id(step.room)
+            if room_id is None:
+                return
+            path = rf"^/api/v1/agent/chats/{room_id}/"
+        self.platform.faults.add("*", path, step.status, step.times, perform=step.after)
+
     def slow_post(self, number: int, seconds: float) -> None:
         path = self._posts(number)
         if path is not None:
@@ -519,6 +530,8 @@ async def _apply(step: Step, world: _World, runner: _AgentRunner, nursery: trio.
         await world.control("play", step.room)
     elif isinstance(step, ToolFailure):
         world.fail_posts(step.room, step.status, step.times)
+    elif isinstance(step, RestFault):
+        world.fail_calls(step)
     elif isinstance(step, SlowTool):
         world.slow_post(step.room, step.seconds)
     elif isinstance(step, Wait):

@@ -30,6 +30,7 @@ __all__ = [
     "Post",
     "ReAddAgent",
     "RemoveAgent",
+    "RestFault",
     "Restart",
     "Scenario",
     "Seed",
@@ -248,6 +249,25 @@ class ToolFailure:
 
 
 @attrs.frozen(repr=False)
+class RestFault:
+    """The agent's next ``times`` REST calls (in ``room``, or any call when
+    None) are answered HTTP ``status``; with ``after`` the platform performs
+    each first and only the answer is lost (a gateway's 5xx after the call
+    took effect), otherwise nothing is done (a 503 before it took effect).
+    """
+
+    room: int | None = None
+    status: int = 503
+    after: bool = False
+    times: int = 1
+
+    def __repr__(self) -> str:
+        return (
+            f"RestFault({self.room}, status={self.status}, after={self.after}, times={self.times})"
+        )
+
+
+@attrs.frozen(repr=False)
 class SlowTool:
     """The agent's next post in ``room`` takes ``seconds`` (virtual) to answer.
 
@@ -295,6 +315,7 @@ Step = (
     | Stop
     | Play
     | ToolFailure
+    | RestFault
     | SlowTool
     | Wait
     | Restart
@@ -308,7 +329,7 @@ def step_room(step: Step) -> int | None:
     """The room a step concerns, or None for agent-wide steps."""
     if isinstance(step, _ROOM_STEPS):
         return step.room
-    if isinstance(step, Interrupt | Stop | Play):
+    if isinstance(step, Interrupt | Stop | Play | RestFault):
         return step.room
     return None
 

@@ -29,6 +29,7 @@ from band_trio.testing.conformance.steps import (
     ReAddAgent,
     RemoveAgent,
     Restart,
+    RestFault,
     Scenario,
     Seed,
     SlowTool,
@@ -121,6 +122,7 @@ _KINDS = (
     "play",
     "wait",
     "failure",
+    "rest_fault",
     "seed",
     "join",
     "leave",
@@ -157,6 +159,13 @@ def steps(draw: Any, rooms: int) -> Step:
     if kind == "failure":
         status = draw(st.sampled_from([500, 503, 429, 400]))
         return ToolFailure(room, status=status, times=draw(st.sampled_from([1, 4])))
+    if kind == "rest_fault":
+        return RestFault(
+            draw(st.one_of(st.none(), st.just(room))),
+            status=draw(st.sampled_from([503, 502, 504])),
+            after=draw(st.booleans()),
+            times=draw(st.sampled_from([1, 2, 4])),
+        )
     if kind == "seed":
         return Seed(room, draw(history_entries()))
     if kind in ("join", "leave"):
