@@ -199,6 +199,7 @@ def test_conformance_kit_names_are_pinned() -> None:
         "SerialTurns",
         "SettledExactlyOnce",
         "SlowTool",
+        "SocketDrop",
         "StartsPromptly",
         "Step",
         "Stop",

@@ -59,6 +59,7 @@ from band_trio.testing.conformance.steps import (
     Scenario,
     Seed,
     SlowTool,
+    SocketDrop,
     Step,
     Stop,
     ToolFailure,
@@ -387,6 +388,7 @@ class _AgentRunner:
         self.error: BaseException | None = None
         self._joined: set[str] = set()
         self._census: Census | None = None
+        self.runtime: InProcessRuntime | None = None
 
     def _on_joined(self, topic: str) -> None:
         trace = self.world.trace
@@ -425,6 +427,7 @@ class _AgentRunner:
         rng = random.Random() if jitter is None else _FixedDraws(jitter)
         agent = Agent(runtime, adapter, handle_signals=False, rng=rng)
         self.agent = agent
+        self.runtime = runtime
         done = trio.Event()
         self.done = done
 
@@ -438,6 +441,12 @@ class _AgentRunner:
                 done.set()
 
         await nursery.start(serve)
+
+    def drop_socket(self, seconds: float) -> None:
+        """Lose the agent's connection for ``seconds`` (virtual)."""
+        link = self.runtime.link if self.runtime is not None else None
+        if link is not None and self.agent is not None:
+            link.drop(seconds)
 
     async def stop(self) -> None:
         agent, done = self.agent, self.done
@@ -532,6 +541,8 @@ async def _apply(step: Step, world: _World, runner: _AgentRunner, nursery: trio.
         world.fail_posts(step.room, step.status, step.times)
     elif isinstance(step, RestFault):
         world.fail_calls(step)
+    elif isinstance(step, SocketDrop):
+        runner.drop_socket(step.seconds)
     elif isinstance(step, SlowTool):
         world.slow_post(step.room, step.seconds)
     elif isinstance(step, Wait):

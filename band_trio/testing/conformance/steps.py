@@ -35,6 +35,7 @@ __all__ = [
     "Scenario",
     "Seed",
     "SlowTool",
+    "SocketDrop",
     "Step",
     "Stop",
     "ToolFailure",
@@ -268,6 +269,18 @@ class RestFault:
 
 
 @attrs.frozen(repr=False)
+class SocketDrop:
+    """The agent's WebSocket is lost now and comes back ``seconds`` later
+    (virtual): pushes sent meanwhile never arrive; the new connection rejoins
+    every topic and the runtime resyncs."""
+
+    seconds: float = 0.0
+
+    def __repr__(self) -> str:
+        return f"SocketDrop({self.seconds!r})"
+
+
+@attrs.frozen(repr=False)
 class SlowTool:
     """The agent's next post in ``room`` takes ``seconds`` (virtual) to answer.
 
@@ -316,6 +329,7 @@ Step = (
     | Play
     | ToolFailure
     | RestFault
+    | SocketDrop
     | SlowTool
     | Wait
     | Restart

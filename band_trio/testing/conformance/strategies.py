@@ -33,6 +33,7 @@ from band_trio.testing.conformance.steps import (
     Scenario,
     Seed,
     SlowTool,
+    SocketDrop,
     Step,
     Stop,
     ToolFailure,
@@ -123,6 +124,7 @@ _KINDS = (
     "wait",
     "failure",
     "rest_fault",
+    "drop",
     "seed",
     "join",
     "leave",
@@ -166,6 +168,8 @@ def steps(draw: Any, rooms: int) -> Step:
             after=draw(st.booleans()),
             times=draw(st.sampled_from([1, 2, 4])),
         )
+    if kind == "drop":
+        return SocketDrop(draw(st.sampled_from([0.0, 3.0, 45.0])))
     if kind == "seed":
         return Seed(room, draw(history_entries()))
     if kind in ("join", "leave"):
