@@ -170,6 +170,7 @@ def test_conformance_kit_names_are_pinned() -> None:
         "AtMostOneReply",
         "CancellationHonoured",
         "ConformanceFailure",
+        "ContactChange",
         "DeleteRoom",
         "Entry",
         "HistoryConversion",

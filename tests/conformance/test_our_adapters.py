@@ -13,6 +13,7 @@ import pytest
 from band_trio.demo import EchoAdapter
 from band_trio.testing.conformance import (
     AdapterConformance,
+    ContactChange,
     Post,
     RestFault,
     RunOptions,
@@ -81,3 +82,26 @@ def test_every_invariant_holds_across_a_dropped_socket(down_for: float) -> None:
     replies = [m.content for m in result.agent_posts(result.trace.room_ids[1])]
     assert len(replies) == 1
     assert replies[0].endswith("echo: @demo/subject while down")
+
+
+def test_every_invariant_holds_through_contact_events() -> None:
+    scenario = Scenario(
+        rooms=1,
+        steps=[
+            ContactChange("peer", "request"),
+            Post(0, "hello"),
+            ContactChange("helper", "request"),
+            ContactChange("peer", "remove"),
+            Post(0, "again"),
+        ],
+    )
+    result = replay(Echo, scenario, deterministic=True, options=NO_THREADS)
+    to_agent = [
+        r
+        for r in result.platform.state.contact_requests.values()
+        if r.recipient_id == result.agent_id
+    ]
+    assert len(to_agent) == 2
+    # The requests reached the adapter: turns in the contacts hub room.
+    hub_turns = [t for t in result.trace.turns if t.room_id not in result.trace.room_ids]
+    assert hub_turns

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from band_trio.testing import conformance
 from band_trio.testing.conformance import (
     AddRoom,
+    ContactChange,
     DeleteRoom,
     Entry,
     Interrupt,
@@ -71,6 +72,7 @@ def test_every_step_prints_as_its_constructor() -> None:
         RestFault(None, status=502, after=True, times=2),
         RestFault(1),
         SocketDrop(3.0),
+        ContactChange("helper", "remove"),
         SlowTool(0, 7.5),
         Wait(3.0),
         Restart(),
@@ -107,8 +109,19 @@ def test_only_room_keeps_one_rooms_traffic_and_every_rooms_lifecycle() -> None:
         lambda s: isinstance(s, RestFault) and (s.status, s.after) == (504, True),
         lambda s: isinstance(s, RestFault) and s.room is None,
         lambda s: isinstance(s, SocketDrop) and s.seconds > 0,
+        lambda s: isinstance(s, ContactChange) and s.action == "request",
+        lambda s: isinstance(s, ContactChange) and s.action == "remove",
     ],
-    ids=["503-before", "503-after", "502-after", "504-after", "any-call", "socket-drop"],
+    ids=[
+        "503-before",
+        "503-after",
+        "502-after",
+        "504-after",
+        "any-call",
+        "socket-drop",
+        "contact-request",
+        "contact-removed",
+    ],
 )
 def test_generated_steps_include_every_fault_form(wanted: Callable[[Step], bool]) -> None:
     # find() raises when no step of the form is generated.

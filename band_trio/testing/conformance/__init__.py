@@ -57,6 +57,7 @@ from band_trio.testing.conformance.runner import (
 )
 from band_trio.testing.conformance.steps import (
     AddRoom,
+    ContactChange,
     DeleteRoom,
     Entry,
     Interrupt,
@@ -103,6 +104,7 @@ __all__ = [
     "AtMostOneReply",
     "CancellationHonoured",
     "ConformanceFailure",
+    "ContactChange",
     "DeleteRoom",
     "Entry",
     "HistoryConversion",

@@ -35,6 +35,8 @@ from band_trio import (
     AgentConfig,
     BandConfigError,
     BandError,
+    ContactEventConfig,
+    ContactStrategy,
     FrameworkAdapter,
 )
 from band_trio.testing.conformance._inprocess import InProcessRuntime, RequestDelays
@@ -42,10 +44,13 @@ from band_trio.testing.conformance._runtime_access import (
     IN_MEMORY,
     LocalPlatform,
     Obj,
+    add_contact,
+    remove_contact,
     upload,
 )
 from band_trio.testing.conformance.steps import (
     AddRoom,
+    ContactChange,
     DeleteRoom,
     Interrupt,
     Join,
@@ -126,6 +131,9 @@ class RunOptions:
             room-independence check relies on). None: random, as in production.
         start_bound: virtual seconds ``on_started`` may take (the agent serves
             no room until it returned).
+        contact_config: how the agent handles the contact events of
+            ``ContactChange`` steps (default: in a contacts hub room, whose
+            turns the adapter answers); None ignores them.
     """
 
     config: AgentConfig = attrs.field(factory=_default_config)
@@ -137,6 +145,9 @@ class RunOptions:
     autojump_threshold: float = 0.01
     jitter: float | None = attrs.field(default=0.5)
     start_bound: float = 10.0
+    contact_config: ContactEventConfig | None = attrs.field(
+        factory=lambda: ContactEventConfig(strategy=ContactStrategy.HUB_ROOM)
+    )
 
     @jitter.validator
     def _check_jitter(self, _attribute: object, value: float | None) -> None:
@@ -342,6 +353,16 @@ class _World:
         if path is not None:
             self.platform.faults.add("POST", path, status, times)
 
+    def contact(self, step: ContactChange) -> None:
+        actor = self.principal(step.who)
+        act = add_contact if step.action == "request" else remove_contact
+        try:
+            act(self.platform.state, actor, Obj({"handle": self.agent.handle}))
+        except BandError:
+            pass  # refused (already asked, no contact to remove): nothing happens
+        finally:
+            self.flush()
+
     def fail_calls(self, step: RestFault) -> None:
         if step.room is None:
             path = r"^/api/v1/agent/"
@@ -425,7 +446,13 @@ class _AgentRunner:
         )
         jitter = self.options.jitter
         rng = random.Random() if jitter is None else _FixedDraws(jitter)
-        agent = Agent(runtime, adapter, handle_signals=False, rng=rng)
+        agent = Agent(
+            runtime,
+            adapter,
+            handle_signals=False,
+            rng=rng,
+            contact_config=self.options.contact_config,
+        )
         self.agent = agent
         self.runtime = runtime
         done = trio.Event()
@@ -543,6 +570,8 @@ async def _apply(step: Step, world: _World, runner: _AgentRunner, nursery: trio.
         world.fail_calls(step)
     elif isinstance(step, SocketDrop):
         runner.drop_socket(step.seconds)
+    elif isinstance(step, ContactChange):
+        world.contact(step)
     elif isinstance(step, SlowTool):
         world.slow_post(step.room, step.seconds)
     elif isinstance(step, Wait):

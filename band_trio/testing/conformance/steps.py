@@ -21,6 +21,7 @@ import attrs
 
 __all__ = [
     "AddRoom",
+    "ContactChange",
     "DeleteRoom",
     "Entry",
     "Interrupt",
@@ -281,6 +282,19 @@ class SocketDrop:
 
 
 @attrs.frozen(repr=False)
+class ContactChange:
+    """Someone acts on their contact with the agent: ``"request"`` (asks to
+    become a contact), ``"remove"`` (drops an existing contact). The
+    platform pushes the contact event to the agent."""
+
+    who: str = "peer"
+    action: str = "request"
+
+    def __repr__(self) -> str:
+        return f"ContactChange({self.who!r}, {self.action!r})"
+
+
+@attrs.frozen(repr=False)
 class SlowTool:
     """The agent's next post in ``room`` takes ``seconds`` (virtual) to answer.
 
@@ -330,6 +344,7 @@ Step = (
     | ToolFailure
     | RestFault
     | SocketDrop
+    | ContactChange
     | SlowTool
     | Wait
     | Restart

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from band_trio import HistoryItem
 from band_trio.testing.conformance.steps import (
     AddRoom,
+    ContactChange,
     DeleteRoom,
     Entry,
     Interrupt,
@@ -125,6 +126,7 @@ _KINDS = (
     "failure",
     "rest_fault",
     "drop",
+    "contact",
     "seed",
     "join",
     "leave",
@@ -167,6 +169,11 @@ def steps(draw: Any, rooms: int) -> Step:
             status=draw(st.sampled_from([503, 502, 504])),
             after=draw(st.booleans()),
             times=draw(st.sampled_from([1, 2, 4])),
+        )
+    if kind == "contact":
+        return ContactChange(
+            draw(st.sampled_from(["peer", "helper"])),
+            draw(st.sampled_from(["request", "request", "remove"])),
         )
     if kind == "drop":
         return SocketDrop(draw(st.sampled_from([0.0, 3.0, 45.0])))
