@@ -430,6 +430,9 @@ class AgentTools:
         of the roster snapshot; a name missing from the snapshot triggers one
         roster refresh before failing. Once the platform accepts the message the
         engine is told (``hooks.reply_sent``) and the turn counts as replied.
+        A post whose outcome is unknown (a 5xx, a reset or a timeout after
+        sending) is settled inside the call: looked up on the platform and
+        sent again only when it is not there (:mod:`band_trio.tools.unsure_posts`).
 
         Returns:
             The platform's receipt, or None when ``content`` is blank (nothing is
@@ -441,6 +444,9 @@ class AgentTools:
             RoomExecutionStoppedError: the room's execution is stopped; the
                 engine has been told and is ending the turn.
             APIStatusError: any other refusal by the platform.
+            OutcomeUnknownError: the outcome was still unknown after the
+                settling time (``AgentConfig.unsure_post_timeout``), or the
+                post could not be looked up (no turn hooks).
         """
         return await self._post_message(content, mentions, attachment_ids=attachment_ids)
 
