@@ -381,10 +381,17 @@ def test_rooms_draw_their_jitter_from_the_runs_fixed_value(monkeypatch: pytest.M
         original(self, config, rng, now)
 
     monkeypatch.setattr(DrainSchedule, "__init__", recording)
-    run_scenario(Echo, Scenario([Post(0, "a"), Post(2, "b")], rooms=3), RunOptions(jitter=0.25))
+    # (No contacts hub room: only the scenario's rooms draw.)
+    run_scenario(
+        Echo,
+        Scenario([Post(0, "a"), Post(2, "b")], rooms=3),
+        RunOptions(jitter=0.25, contact_config=None),
+    )
     assert draws == [0.25, 0.25, 0.25]
     draws.clear()
-    run_scenario(Echo, Scenario([Post(0, "a")], rooms=2), RunOptions(jitter=None))
+    run_scenario(
+        Echo, Scenario([Post(0, "a")], rooms=2), RunOptions(jitter=None, contact_config=None)
+    )
     assert len(draws) == 2
     assert all(0.0 <= d < 1.0 for d in draws)
 
