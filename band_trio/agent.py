@@ -64,6 +64,7 @@ from band_trio.runtime.state_changes import StateChanges
 from band_trio.runtime.turn_durations import TurnDurations, TurnDurationStatistics
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
+from band_trio.tools.unsure_posts import UnsurePostPolicy
 from band_trio.wire.link import BandLink, LinkStatistics
 from band_trio.wire.models import AgentMe, ChatParticipant
 from band_trio.wire.rest import RestClient, RestStatistics
@@ -432,6 +433,7 @@ class Agent:
                     self._link = link
                     agent_id = runtime.agent_id
                     contacts: ContactEventHandler | None = None
+                    unsure_posts = UnsurePostPolicy(give_up_after=cfg.unsure_post_timeout)
 
                     def hub_room_id() -> str | None:
                         return contacts.hub_room_id if contacts is not None else None
@@ -447,6 +449,7 @@ class Agent:
                             hooks=hooks,
                             hub_room_id=hub_room_id(),
                             unserved=unserved,
+                            unsure_posts=unsure_posts,
                         )
 
                     self._rest = rest

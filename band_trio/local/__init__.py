@@ -24,7 +24,7 @@ but its error root, so the interop tests prove the wire and nothing shared.
 
 from band_trio.local.accounts import AgentCredentials, UserCredentials
 from band_trio.local.connections import ConnectionStatistics
-from band_trio.local.faults import Fault, FaultInjector
+from band_trio.local.faults import Fault, FaultInjector, SocketFreeze
 from band_trio.local.hub import HubStatistics
 from band_trio.local.human import HumanClient
 from band_trio.local.refusal import RequestRefusedError
@@ -41,6 +41,7 @@ __all__ = [
     "LocalPlatform",
     "PlatformState",
     "RequestRefusedError",
+    "SocketFreeze",
     "UserCredentials",
     "open_local_platform",
 ]

@@ -220,7 +220,14 @@ class AgentConfig:
             None means the base interval.
         retry_delay: first wait before a deferred message (refused claim,
             unconfirmed ack, non-final failure) is tried again; it doubles up
-            to ``idle_resync_interval``.
+            to ``max_retry_delay``.
+        max_retry_delay: the longest wait before a deferred message is tried
+            again (capped by ``idle_resync_interval``): a room never waits
+            longer on a mark the platform did not confirm.
+        unsure_post_timeout: seconds a message or event post whose outcome is
+            unknown (a 5xx, a reset or a timeout after sending) is settled
+            inside the tool call (looked up, sent again only when not stored)
+            before the tool raises its error (docs: "Writes under faults").
         idle_reconcile_rate: the ceiling, in calls per second for the whole
             agent, of idle reconciles (the periodic ``/next`` checks of rooms
             with nothing to do), handed out stalest room first. A push a room
@@ -293,6 +300,8 @@ class AgentConfig:
         default=None, validator=_v_optional_positive
     )
     retry_delay: float = attrs.field(default=1.0, validator=_v_positive)
+    max_retry_delay: float = attrs.field(default=4.0, validator=_v_positive)
+    unsure_post_timeout: float = attrs.field(default=60.0, validator=_v_positive)
     idle_reconcile_rate: float = attrs.field(default=4.0, validator=_v_positive)
     gc_freeze_min_rooms: int = attrs.field(default=1000, validator=_v_count(0))
     enable_context_hydration: bool = attrs.field(default=True, validator=_v_bool)

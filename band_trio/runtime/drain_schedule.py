@@ -4,7 +4,7 @@ The idle timer is :class:`~band_trio.runtime.schedule.ReconcileSchedule`
 (jittered first check, doubling while empty, a fixed interval while stopped).
 On top of it, a deferred message (refused claim, failed ack, non-final
 failure) is retried after a short backoff (``AgentConfig.retry_delay``,
-doubling up to the base interval) instead of waiting a whole idle interval.
+doubling up to ``AgentConfig.max_retry_delay``) instead of waiting a whole idle interval.
 The caller passes the time; nothing here reads a clock.
 """
 
@@ -36,8 +36,8 @@ class DrainSchedule:
             now=now,
             rng=rng.random,
         )
-        self._base = config.idle_resync_interval
-        self._first_retry = min(config.retry_delay, config.idle_resync_interval)
+        self._max_retry = min(config.max_retry_delay, config.idle_resync_interval)
+        self._first_retry = min(config.retry_delay, self._max_retry)
         self._retry_at = math.inf
         self._retry_delay = self._first_retry
 
@@ -61,7 +61,7 @@ class DrainSchedule:
         self._idle.completed(result, now)
         if result is ReconcileOutcome.RETRY:
             self._retry_at = now + self._retry_delay
-            self._retry_delay = min(self._retry_delay * 2, self._base)
+            self._retry_delay = min(self._retry_delay * 2, self._max_retry)
         else:
             self._retry_at = math.inf
             self._retry_delay = self._first_retry

@@ -48,11 +48,13 @@ async def find_landed_reply(
     known: Collection[str] = (),
     page_size: int,
     max_pages: int,
+    message_type: str = "text",
 ) -> str | None:
-    """The id of a text message the agent posted in the room after ``trigger``
-    whose digest is one of ``digests``, or None when there is none. Messages in
-    ``known`` (own posts whose outcome the agent learned, i.e. answers to other
-    messages) are never taken.
+    """The id of a post of ``message_type`` (a text message by default) the
+    agent made in the room after ``trigger`` whose digest is one of
+    ``digests``, or None when there is none. Posts in ``known`` (own posts
+    whose outcome the agent learned, i.e. answers to other messages) are never
+    taken.
 
     Reads the room's context (the agent's own messages and those mentioning
     it, oldest first) to its end, at most ``max_pages`` pages.
@@ -71,7 +73,7 @@ async def find_landed_reply(
             if message.id == trigger.id:
                 trigger_seen = True
                 continue
-            if message.sender_id != agent_id or message.message_type != "text":
+            if message.sender_id != agent_id or message.message_type != message_type:
                 continue
             if message.id in known:
                 continue

@@ -10,6 +10,7 @@ message from being answered.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 from band_trio._logging import get_logger
@@ -18,9 +19,11 @@ from band_trio.runtime.admission import ReplyCheck, ReplyLookups
 from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.replies import ReplyLookupIncomplete, find_landed_reply
 from band_trio.runtime.room_rest import RoomRest
+from band_trio.runtime.room_services import RoomServices
+from band_trio.runtime.running_turn import PostLookup
 from band_trio.wire.events import MessageCreated
 
-__all__ = ["ReplyRecovery"]
+__all__ = ["ReplyRecovery", "post_lookup"]
 
 # Part of the room's work: its lines go to the room's logger, where log
 # filters and readers expect them.
@@ -28,6 +31,32 @@ logger = get_logger("band_trio.runtime.room")
 
 _MAX_REPLY_LOOKUP_PAGES: Final = 100
 """Context pages read at most to find a reply with unknown outcome."""
+
+
+def post_lookup(services: RoomServices, room_id: str, trigger: MessageCreated) -> PostLookup:
+    """How the turn answering ``trigger`` looks its own posts up, while it
+    settles a post with unknown outcome: the id of the agent's post of a type
+    with a digest made after ``trigger`` (never a known reply nor one
+    excluded), or None.
+
+    The lookup raises BandError when a read failed, and
+    ReplyLookupIncomplete when the room's context is too long to read.
+    """
+
+    async def find(digest: str, message_type: str, exclude: Collection[str]) -> str | None:
+        return await find_landed_reply(
+            services.rest,
+            room_id=room_id,
+            agent_id=services.agent_id,
+            trigger=trigger,
+            digests=(digest,),
+            known=services.ledger.known_replies(room_id) | frozenset(exclude),
+            page_size=services.config.history_page_size,
+            max_pages=_MAX_REPLY_LOOKUP_PAGES,
+            message_type=message_type,
+        )
+
+    return find
 
 
 class ReplyRecovery:

@@ -80,7 +80,7 @@ from band_trio.runtime.hydration import load_history
 from band_trio.runtime.ledger import Attempt, Claim, Refusal
 from band_trio.runtime.mailbox import Mailbox, TimedOut
 from band_trio.runtime.pacer import RoomPacer
-from band_trio.runtime.reply_recovery import ReplyRecovery
+from band_trio.runtime.reply_recovery import ReplyRecovery, post_lookup
 from band_trio.runtime.rest_messages import event_from_rest
 from band_trio.runtime.room_rest import RoomRest
 from band_trio.runtime.room_services import (
@@ -926,9 +926,8 @@ class Room:
                 # Stopped (or shutting down) while claiming: leave it processing
                 # for /next to replay.
                 return MessageOutcome.PAUSED
-            turn = RunningTurn(
-                room_id=self.room_id, message_id=ev.id, attempt=attempt, ledger=ledger
-            )
+            lookup = post_lookup(self._svc, self.room_id, ev)
+            turn = RunningTurn(self.room_id, ev.id, attempt, ledger, find_post=lookup)
             self._turn = turn
             self._counts.turns += 1
             self._svc.changes.notify()

@@ -8,6 +8,8 @@ or a platform stop. The room cancels the turn through :meth:`RunningTurn.abort`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Collection
+
 import trio
 
 from band_trio._logging import get_logger
@@ -16,7 +18,10 @@ from band_trio.runtime.ledger import Attempt, ClaimsLedger
 from band_trio.runtime.settlement import Abort
 from band_trio.runtime.turn_ledger import TurnLedger
 
-__all__ = ["RunningTurn"]
+__all__ = ["PostLookup", "RunningTurn"]
+
+PostLookup = Callable[[str, str, Collection[str]], Awaitable[str | None]]
+"""``(digest, message_type, exclude)`` -> the id of the turn's own post, or None."""
 
 # Part of the room's work: its lines go to the room's logger, where log
 # filters and readers expect them.
@@ -33,17 +38,21 @@ class RunningTurn:
         ledger: the claims ledger the turn's replies are journaled in.
         synthetic: a synthetic (contacts hub) turn answers no platform
             message: nothing is journaled for it beyond its own posts.
+        find_post: looks the turn's own posts up on the platform (see
+            :meth:`find_post`); None when they cannot be looked up.
     """
 
     def __init__(
         self,
-        *,
         room_id: str,
         message_id: str,
         attempt: Attempt,
         ledger: ClaimsLedger,
+        *,
         synthetic: bool = False,
+        find_post: PostLookup | None = None,
     ) -> None:
+        self._find_post = find_post
         self._room_id = room_id
         self._message_id = message_id
         self._claims = ledger
@@ -78,6 +87,21 @@ class RunningTurn:
         if self.synthetic:
             return
         self._claims.drop_reply_intent(self._room_id, self._message_id, digest)
+
+    async def find_post(
+        self, digest: str, message_type: str, exclude: Collection[str]
+    ) -> str | None:
+        """The turn's own post of ``message_type`` with ``digest`` on the
+        platform (:class:`~band_trio.tools.unsure_posts.PostFinder`).
+
+        Raises:
+            LookupError: this turn's posts cannot be looked up (no message of
+                the platform anchors them).
+            BandError: the lookup failed.
+        """
+        if self._find_post is None or self.synthetic:
+            raise LookupError("this turn's posts cannot be looked up")
+        return await self._find_post(digest, message_type, exclude)
 
     def failure_reported(self) -> None:
         self.ledger.note_reported()

@@ -5,8 +5,11 @@ decision for one room: the lifecycle marks, the error event, the ledger
 records, and the room's counters. ``processed`` (the ack) is the mark that
 must land: :meth:`Settler.ack` retries the forms the platform accepts and
 records the message completed once the mark landed, or the message is gone,
-or :func:`~band_trio.runtime.settlement.gives_up_ack` gives it up. ``failed``
-and the error event are best effort: a failure is logged, never raised.
+or :func:`~band_trio.runtime.settlement.gives_up_ack` gives it up. A
+``failed`` mark that did not land for a passing reason (a stopped room, an
+unreachable platform) keeps the message from being recorded failed for good:
+it is settled again when it comes back. The error event is best effort: a
+failure is logged, never raised.
 """
 
 from __future__ import annotations
@@ -129,6 +132,7 @@ class Settler:
             counters.failures += 1
         if decided.interrupted:
             counters.interrupted += 1
+        unmarked = False
         for action in decided.actions:
             if isinstance(action, Acknowledge):
                 # Recorded before the write, with no await in between.
@@ -136,12 +140,20 @@ class Settler:
                 if not await self.ack(message_id):
                     return MessageOutcome.RETRY
             elif isinstance(action, MarkFailed):
-                await self._mark_failed(message_id, action.label, claim_first=action.claim_first)
-            elif isinstance(action, FailForGood):
+                unmarked = not await self._mark_failed(
+                    message_id, action.label, claim_first=action.claim_first
+                )
+            elif isinstance(action, FailForGood) and not unmarked:
                 counters.failed_for_good += 1
                 self._ledger.mark_failed_final(self._room_id, message_id)
             elif isinstance(action, PostErrorEvent):
                 await self._post_error_event(self._error_texts[action.notice])
+        if unmarked:
+            # The platform still shows the message processing: it is not
+            # failed for good until the mark lands, or it would stay
+            # processing for ever. It comes back (after a play, if the room
+            # was stopped) and is settled again.
+            return MessageOutcome.RETRY
         return decided.outcome
 
     async def ack_outcome(self, message_id: str) -> MessageOutcome:
@@ -217,13 +229,17 @@ class Settler:
                 return False
         return True
 
-    async def _mark_failed(self, message_id: str, label: str, *, claim_first: bool) -> None:
+    async def _mark_failed(self, message_id: str, label: str, *, claim_first: bool) -> bool:
+        """Mark the message failed; False when the mark may land if tried
+        again later (the room is stopped, the platform is unreachable)."""
         try:
             if claim_first:
                 await self._rest.mark_processing(self._room_id, message_id)
             await self._rest.mark_failed(self._room_id, message_id, label)
         except BandError as exc:
             logger.warning("room %s: could not mark %s failed: %s", self._room_id, message_id, exc)
+            return not exc.retryable
+        return True
 
     async def _post_error_event(self, text: str) -> None:
         """Post one generic ``error`` event (never an exception's text)."""

@@ -41,7 +41,6 @@ from band_trio.errors import (
     APIStatusError,
     BandConnectionError,
     BandError,
-    BandProtocolError,
     BandToolError,
     OutcomeUnknownError,
     PermissionDeniedError,
@@ -66,6 +65,14 @@ from band_trio.tools.memory_tools import MemoryTools
 from band_trio.tools.reply_digest import reply_digest
 from band_trio.tools.room_file_tools import RoomFileTools
 from band_trio.tools.task_tools import TaskTools
+from band_trio.tools.unsure_posts import (
+    DEFAULT_UNSURE_POST_POLICY,
+    PostFinder,
+    UnsurePostPolicy,
+    outcome_unknown,
+    settle_post,
+    settle_write,
+)
 from band_trio.wire.models import (
     ChatParticipant,
     EventCreated,
@@ -154,16 +161,6 @@ def _matches(participant: Any, identifier: str) -> bool:
     return name.casefold() == folded or str(participant.id).casefold() == folded
 
 
-def _maybe_stored(exc: Exception) -> bool:
-    """Whether a failed post may still have been stored by the platform: a
-    transport failure or timeout after the request may have been sent, a 5xx
-    or a 408, or a 2xx whose body was not a receipt (stored for sure). Any
-    other 4xx, a refusal of a stopped room, or a local error was not stored."""
-    if isinstance(exc, OutcomeUnknownError | BandConnectionError | BandProtocolError):
-        return True
-    return isinstance(exc, APIStatusError) and exc.status_code >= 500
-
-
 def _is_stopped(exc: APIStatusError) -> bool:
     return isinstance(exc, PermissionDeniedError) and "execution is stopped" in (
         (exc.message or "").lower()
@@ -193,6 +190,12 @@ class AgentTools:
             ``capabilities``, ``include_tools`` or ``include_categories`` ask for,
             and :meth:`execute_tool_call` answers them ``NOT_OFFERED`` without
             calling the platform. Default: none.
+        find_post: looks the turn's own posts up on the platform; with it, a
+            message or event post whose outcome is unknown is settled inside
+            the tool call (:mod:`band_trio.tools.unsure_posts`). Default: the
+            hooks, when they can (the engine's can); without one such a post
+            raises at once.
+        unsure_posts: how long and how often such a post is looked up.
     """
 
     def __init__(
@@ -207,8 +210,17 @@ class AgentTools:
         capabilities: frozenset[Capability] | None = None,
         custom_tools: CustomToolSet | None = None,
         unserved: frozenset[Capability] = frozenset(),
+        find_post: PostFinder | None = None,
+        unsure_posts: UnsurePostPolicy = DEFAULT_UNSURE_POST_POLICY,
     ) -> None:
         self._rest = rest
+        if find_post is None and isinstance(hooks, PostFinder):
+            find_post = hooks
+        self._finder = find_post
+        self._unsure = unsure_posts
+        # Posts of this turn the platform is known to hold: never taken for
+        # a later post whose outcome is unknown.
+        self._own_posts: list[str] = []
         self._unserved = frozenset(unserved)
         # The contact operations shared with CALLBACK handlers (one implementation).
         self._contacts = ContactTools(rest)
@@ -368,19 +380,41 @@ class AgentTools:
             hooks.reply_intent(digest)
         try:
             with self._room_posts():
-                sent = await self._rest.send_message(
-                    self._room_id, content, requests, attachment_ids=attachment_ids
+                sent = await self._settled(
+                    lambda: self._rest.send_message(
+                        self._room_id, content, requests, attachment_ids=attachment_ids
+                    ),
+                    digest,
+                    "text",
                 )
         except Exception as exc:
             # (A cancellation is no Exception: its outcome is unknown, and the
             # intent stays, as it does for a failure that may have been stored.)
-            if hooks is not None and not _maybe_stored(exc):
+            if hooks is not None and not outcome_unknown(exc):
                 hooks.reply_settled(digest)
             raise
+        if isinstance(sent, str):
+            sent = MessageSent(id=sent, success=True)
+        self._own_posts.append(sent.id)
         if hooks is not None:
             hooks.reply_sent(sent.id)
             hooks.reply_settled(digest)
         return sent
+
+    async def _settled(
+        self, send: Callable[[], Awaitable[R]], digest: str, message_type: str
+    ) -> R | str:
+        """``send()``, settled inside the call when its outcome is unknown
+        (see :mod:`band_trio.tools.unsure_posts`): the receipt, or the id of
+        the post found stored."""
+        return await settle_post(
+            send,
+            finder=self._finder,
+            digest=digest,
+            message_type=message_type,
+            exclude=lambda: self._own_posts,
+            policy=self._unsure,
+        )
 
     @_tool("band_send_message")
     async def send_message(
@@ -396,6 +430,9 @@ class AgentTools:
         of the roster snapshot; a name missing from the snapshot triggers one
         roster refresh before failing. Once the platform accepts the message the
         engine is told (``hooks.reply_sent``) and the turn counts as replied.
+        A post whose outcome is unknown (a 5xx, a reset or a timeout after
+        sending) is settled inside the call: looked up on the platform and
+        sent again only when it is not there (:mod:`band_trio.tools.unsure_posts`).
 
         Returns:
             The platform's receipt, or None when ``content`` is blank (nothing is
@@ -407,6 +444,9 @@ class AgentTools:
             RoomExecutionStoppedError: the room's execution is stopped; the
                 engine has been told and is ending the turn.
             APIStatusError: any other refusal by the platform.
+            OutcomeUnknownError: the outcome was still unknown after the
+                settling time (``AgentConfig.unsure_post_timeout``), or the
+                post could not be looked up (no turn hooks).
         """
         return await self._post_message(content, mentions, attachment_ids=attachment_ids)
 
@@ -446,13 +486,18 @@ class AgentTools:
             )
         if not isinstance(content, str) or not is_visible(content):
             return None
+        content = truncate_event_content(content)
+        body = None if metadata is None else dict(metadata)
         with self._room_posts():
-            return await self._rest.send_event(
-                self._room_id,
-                truncate_event_content(content),
+            sent = await self._settled(
+                lambda: self._rest.send_event(self._room_id, content, message_type, body),
+                reply_digest(content),
                 message_type,
-                None if metadata is None else dict(metadata),
             )
+        if isinstance(sent, str):
+            sent = EventCreated(id=sent, message_type=message_type, success=True)
+        self._own_posts.append(sent.id)
+        return sent
 
     async def send_failure(self, failure: AgentFailure) -> EventCreated | None:
         """Report ``failure`` in the room as an ``error`` event, best-effort.
@@ -550,7 +595,12 @@ class AgentTools:
                 f"Participant '{identifier}' not found. Use band_lookup_peers to find "
                 "available peers."
             )
-        added = await self._rest.add_participant(self._room_id, peer.id, role=role)
+        added = await settle_write(
+            lambda: self._rest.add_participant(self._room_id, peer.id, role=role),
+            verify=lambda: self._roster_entry(peer.id),
+            policy=self._unsure,
+            what="participant addition",
+        )
         self._participants.append(_participant_from_peer(peer, added.role or role))
         return {
             "id": peer.id,
@@ -559,6 +609,11 @@ class AgentTools:
             "role": added.role or role,
             "status": "added",
         }
+
+    async def _roster_entry(self, participant_id: str) -> ChatParticipant | None:
+        """The participant's entry in the room as the platform lists it now."""
+        roster = await self._rest.list_participants(self._room_id)
+        return next((p for p in roster if p.id == participant_id), None)
 
     async def _find_peer(self, identifier: str) -> Peer | None:
         page = 1
@@ -585,7 +640,16 @@ class AgentTools:
         target = next((p for p in current if _matches(p, identifier)), None)
         if target is None:
             raise BandToolError(f"Participant '{identifier}' not found in this room.")
-        await self._rest.remove_participant(self._room_id, target.id)
+
+        async def gone() -> bool | None:
+            return True if await self._roster_entry(target.id) is None else None
+
+        await settle_write(
+            lambda: self._rest.remove_participant(self._room_id, target.id),
+            verify=gone,
+            policy=self._unsure,
+            what="participant removal",
+        )
         self._participants = [p for p in self._participants if p.id != target.id]
         return {"id": target.id, "name": target.name, "status": "removed"}
 

@@ -235,6 +235,10 @@ class PhoenixProtocol:
             after the socket opens).
         dead_after: seconds without a heartbeat acknowledgement (counted from
             the socket opening or the last ack) after which the connection is dead.
+        heartbeat_timeout: seconds a heartbeat may go unanswered before the
+            connection is dead (None: only ``dead_after`` applies). Shorter
+            than the interval, it notices a silent socket within
+            ``heartbeat_interval + heartbeat_timeout`` of its last answer.
     """
 
     def __init__(
@@ -242,17 +246,22 @@ class PhoenixProtocol:
         *,
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
         dead_after: float = DEFAULT_DEAD_AFTER,
+        heartbeat_timeout: float | None = None,
     ) -> None:
         if heartbeat_interval <= 0 or dead_after <= 0:
             raise LocalProtocolError("heartbeat_interval and dead_after must be positive")
+        if heartbeat_timeout is not None and not heartbeat_timeout > 0:
+            raise LocalProtocolError("heartbeat_timeout must be positive")
         self.heartbeat_interval = heartbeat_interval
         self.dead_after = dead_after
+        self.heartbeat_timeout = heartbeat_timeout
         self._last_ref = 0
         self._topics: dict[str, _Topic] = {}
         self._connected = False
         self._next_heartbeat = 0.0
         self._last_ack = 0.0
-        self._pending_heartbeats: set[str] = set()
+        # Outstanding heartbeat refs -> when each was sent.
+        self._pending_heartbeats: dict[str, float] = {}
 
     # ------------------------------------------------------------ introspection
 
@@ -419,8 +428,14 @@ class PhoenixProtocol:
 
     @property
     def dead_at(self) -> float:
-        """When the connection counts as dead unless an ack arrives first."""
-        return self._last_ack + self.dead_after
+        """When the connection counts as dead unless an ack arrives first:
+        ``dead_after`` after the last ack, or ``heartbeat_timeout`` after the
+        oldest heartbeat still unanswered, whichever comes first."""
+        dead_at = self._last_ack + self.dead_after
+        if self.heartbeat_timeout is not None and self._pending_heartbeats:
+            oldest = min(self._pending_heartbeats.values())
+            dead_at = min(dead_at, oldest + self.heartbeat_timeout)
+        return dead_at
 
     def is_dead(self, now: float) -> bool:
         """True when ``dead_after`` seconds passed since the socket opened or the last ack."""
@@ -435,6 +450,9 @@ class PhoenixProtocol:
         """
         if seconds > 0:
             self._last_ack += seconds
+            self._pending_heartbeats = {
+                ref: sent + seconds for ref, sent in self._pending_heartbeats.items()
+            }
 
     def send_heartbeat(self, now: float) -> tuple[str, str]:
         """Emit a heartbeat and schedule the next one ``heartbeat_interval`` later.
@@ -450,7 +468,7 @@ class PhoenixProtocol:
         """
         self._require_connection()
         ref = self._next_ref()
-        self._pending_heartbeats.add(ref)
+        self._pending_heartbeats[ref] = now
         self._next_heartbeat = now + self.heartbeat_interval
         return ref, _encode(None, ref, HEARTBEAT_TOPIC, "heartbeat")
 
@@ -484,7 +502,9 @@ class PhoenixProtocol:
             if frame.ref is not None and frame.ref in self._pending_heartbeats:
                 # An ack also answers every earlier heartbeat still outstanding.
                 acked = int(frame.ref)
-                self._pending_heartbeats = {r for r in self._pending_heartbeats if int(r) > acked}
+                self._pending_heartbeats = {
+                    r: sent for r, sent in self._pending_heartbeats.items() if int(r) > acked
+                }
                 self._last_ack = max(self._last_ack, now)
                 yield HeartbeatAck(frame.ref)
             return

@@ -172,7 +172,7 @@ class RetryPolicy:
 
     Attributes:
         max_retries: retries after the first attempt (0 disables retrying).
-        backoff_base: first backoff delay in seconds; doubles per retry (1, 2, 4 ...).
+        backoff_base: first backoff delay in seconds; doubles per retry (0.5, 1, 2 ...).
         backoff_cap: the longest backoff delay.
         server_delay_cap: the longest wait a ``Retry-After`` / ``X-RateLimit-Reset``
             header can impose (longer requests are shortened to this).
@@ -183,7 +183,7 @@ class RetryPolicy:
     """
 
     max_retries: int = attrs.field(default=3, validator=attrs.validators.ge(0))
-    backoff_base: float = attrs.field(default=1.0, validator=_non_negative)
+    backoff_base: float = attrs.field(default=0.5, validator=_non_negative)
     backoff_cap: float = attrs.field(default=60.0, validator=_non_negative)
     server_delay_cap: float = attrs.field(default=60.0, validator=_non_negative)
     jitter: float = attrs.field(default=0.1, validator=[_non_negative, attrs.validators.le(1.0)])

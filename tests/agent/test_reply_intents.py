@@ -3,7 +3,10 @@
 The tools journal a digest of each reply before posting it; when the message
 comes up again with that intent still open, the room looks for the reply on
 the platform (the room's context) and, if it landed, only acks the message; a
-recovered reply is never taken for a later message's lost one. Each test runs
+recovered reply is never taken for a later message's lost one. (The tool call
+settles such a post itself first; the room's lookup is for a post the tool
+gave up on, or one a killed process never learned. Here the tools give up at
+once, so the room's path is what runs.) Each test runs
 a real agent over loopback against the local platform and checks the
 platform's own state.
 """
@@ -17,6 +20,7 @@ import trio
 
 from band_trio.adapter import AgentToolsProtocol, PlatformMessage
 from band_trio.errors import InternalServerError
+from band_trio.runtime.config import AgentConfig
 
 from .harness import (
     RecordingAdapter,
@@ -31,6 +35,11 @@ REPLY = r"/api/v1/agent/chats/[^/]+/messages$"
 CONTEXT = r"/api/v1/agent/chats/[^/]+/context$"
 
 
+def _config(**overrides: object) -> AgentConfig:
+    """The tools give up on a post with unknown outcome at once."""
+    return fast_config(unsure_post_timeout=0.01, **overrides)
+
+
 def _runs(adapter: RecordingAdapter, word: str) -> int:
     return sum(1 for c in adapter.calls if word in c.msg.content)
 
@@ -42,7 +51,7 @@ async def test_a_reply_stored_but_answered_500_is_not_posted_again(band_platform
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter()
-            agent = s.make_agent(adapter)
+            agent = s.make_agent(adapter, _config())
             async with serving(agent):
                 lost = band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
                 word = token("stored")
@@ -71,7 +80,7 @@ async def test_a_reply_that_did_not_land_is_posted_on_the_next_attempt(band_plat
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter()
-            agent = s.make_agent(adapter)
+            agent = s.make_agent(adapter, _config())
             async with serving(agent):
                 failing = band_platform.faults.add("POST", REPLY, 500, 1)
                 word = token("unstored")
@@ -105,7 +114,7 @@ async def test_a_failed_lookup_is_retried_before_the_message_runs(band_platform)
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter(behaviour)
-            agent = s.make_agent(adapter)
+            agent = s.make_agent(adapter, _config())
             async with serving(agent):
                 band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
                 word = token("lookup")
@@ -143,7 +152,7 @@ async def test_lookups_that_keep_failing_are_given_up_and_the_message_runs_again
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter(behaviour)
-            agent = s.make_agent(adapter)
+            agent = s.make_agent(adapter, _config())
             async with serving(agent):
                 band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
                 word = token("given-up")
@@ -165,7 +174,7 @@ async def test_killed_after_a_stored_reply_with_a_lost_answer_only_acks_after_re
     read (here: the answer is a 500 and the agent is killed right then). The
     intent is durable: after a restart the message is acked, not answered
     again."""
-    config = fast_config(state_dir=tmp_path, shutdown_timeout=0.0)
+    config = _config(state_dir=tmp_path, shutdown_timeout=0.0)
     died = trio.Event()
 
     async def reply_then_die(
@@ -214,7 +223,7 @@ async def test_an_earlier_identical_reply_does_not_count(band_platform) -> None:
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter(constant)
-            async with serving(s.make_agent(adapter)):
+            async with serving(s.make_agent(adapter, _config())):
                 first = await s.post(room_id, token("first"))
                 await s.wait_for(lambda: s.processed(room_id, first))
                 # The second reply is refused without being stored (500).
@@ -235,7 +244,7 @@ async def test_a_last_attempt_whose_reply_landed_is_acked_not_failed(band_platfo
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter()
-            agent = s.make_agent(adapter, fast_config(max_attempts=1))
+            agent = s.make_agent(adapter, _config(max_attempts=1))
             async with serving(agent):
                 band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
                 word = token("last")
@@ -264,7 +273,7 @@ async def test_a_swallowed_post_error_is_not_judged_a_missing_reply(band_platfor
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter(swallow)
-            agent = s.make_agent(adapter)
+            agent = s.make_agent(adapter, _config())
             async with serving(agent):
                 band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
                 word = token("swallowed")
@@ -284,7 +293,7 @@ async def test_after_a_restart_a_reply_to_another_message_is_not_taken_for_the_l
     process dies with its intent open. After the restart the first reply is
     still known as accounted for (durably): the second message is answered,
     not acked unanswered."""
-    config = fast_config(state_dir=tmp_path, shutdown_timeout=0.0)
+    config = _config(state_dir=tmp_path, shutdown_timeout=0.0)
     died = trio.Event()
 
     async def constant_then_die(
@@ -355,7 +364,7 @@ async def test_a_recovered_reply_is_not_taken_for_a_later_messages_lost_reply(  
             stored = band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
             lost = band_platform.faults.add("POST", REPLY, 500, 1)
             adapter = RecordingAdapter(constant)
-            agent = s.make_agent(adapter)
+            agent = s.make_agent(adapter, _config())
             async with serving(agent):
                 await s.wait_for(lambda: s.processed(room_id, first))
                 await s.wait_for(lambda: s.processed(room_id, second))
@@ -380,7 +389,7 @@ async def test_a_stored_reply_whose_2xx_answer_is_malformed_is_not_posted_again(
         async with scene(band_platform) as s:
             room_id = await s.new_room()
             adapter = RecordingAdapter()
-            agent = s.make_agent(adapter)
+            agent = s.make_agent(adapter, _config())
             async with serving(agent):
                 garbled = band_platform.faults.add("POST", REPLY, 201, 1, perform=True)
                 word = token("garbled")
@@ -392,3 +401,27 @@ async def test_a_stored_reply_whose_2xx_answer_is_malformed_is_not_posted_again(
             assert garbled.hits == 1
             assert s.replies_to(room_id, word) == 1
             assert len(adapter.calls) == 1
+
+
+async def test_with_the_defaults_the_tool_call_settles_a_lost_answer_itself(band_platform) -> None:  # type: ignore[no-untyped-def]
+    """Stored and answered 500, then refused before storing (503): the adapter
+    sees neither; its send_message returns once the reply is known stored."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = RecordingAdapter()
+            agent = s.make_agent(adapter)
+            async with serving(agent):
+                lost = band_platform.faults.add("POST", REPLY, 500, 1, perform=True)
+                word = token("stored")
+                mid = await s.post(room_id, word)
+                await s.wait_for(lambda: s.processed(room_id, mid))
+                refused = band_platform.faults.add("POST", REPLY, 503, 1)
+                again = token("refused")
+                again_id = await s.post(room_id, again)
+                await s.wait_for(lambda: s.processed(room_id, again_id))
+                assert (lost.hits, refused.hits) == (1, 1)
+                stats = agent.statistics()
+            assert stats.failures == 0
+            assert [c.finished for c in adapter.calls] == [True, True]
+            s.assert_exactly_once(room_id, {mid: word, again_id: again})

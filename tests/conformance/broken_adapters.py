@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -191,3 +192,62 @@ class LingersAfterCancel(Echo):
             with trio.CancelScope(shield=True):
                 await trio.sleep(5)
             raise
+
+
+class NeverReplies(SimpleAdapter[HistoryProvider]):
+    """Returns without replying and without choosing not to reply: every turn
+    is a missing reply the runtime settles itself."""
+
+    async def on_message(
+        self,
+        msg: PlatformMessage,
+        tools: AgentToolsProtocol,
+        history: HistoryProvider,
+        participants_msg: str | None,
+        contacts_msg: str | None,
+        *,
+        is_session_bootstrap: bool,
+        room_id: str,
+    ) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class RepliesThenRaises(Echo):
+    """Replies, then raises: the runtime's retry finds the reply and only acks,
+    so the room looks right while every turn failed."""
+
+    async def on_message(
+        self, msg: PlatformMessage, tools: AgentToolsProtocol, *args: Any, **kw: Any
+    ) -> None:
+        await super().on_message(msg, tools, *args, **kw)
+        raise RuntimeError("bookkeeping after the reply failed")
+
+
+class SlowToStart(Echo):
+    """Spends a minute in ``on_started``: the agent serves nothing meanwhile."""
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        await super().on_started(agent_name, agent_description)
+        await trio.sleep(60)
+
+
+class LeavesAThread(Echo):
+    """Starts a thread at start-up and never joins it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stop = threading.Event()
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        await super().on_started(agent_name, agent_description)
+        threading.Thread(
+            target=self._stop.wait, args=(2.0,), name="forgotten-worker", daemon=True
+        ).start()
+
+
+class LeavesATask(Echo):
+    """Starts a system task at start-up that outlives the agent."""
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        await super().on_started(agent_name, agent_description)
+        trio.lowlevel.spawn_system_task(trio.sleep_forever, name="forgotten-task")

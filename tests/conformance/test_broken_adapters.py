@@ -28,9 +28,13 @@ from tests.conformance.broken_adapters import (
     BlocksTheLoop,
     Echo,
     EchoInNursery,
+    LeavesATask,
+    LeavesAThread,
     LingersAfterCancel,
+    RepliesThenRaises,
     RepliesTwice,
     SharedConversation,
+    SlowToStart,
     StrictToolConverter,
     SwallowsCancelled,
     ToolsAfterCancel,
@@ -185,3 +189,38 @@ def test_the_generated_scenarios_find_a_swallowed_cancellation() -> None:
     with pytest.raises(ConformanceFailure) as caught:
         check_adapter(SwallowsCancelled, hypothesis_settings=quick)
     assert "CancellationHonoured" in caught.value.invariants
+
+
+ONE_MESSAGE = Scenario([Post(0, "hello")])
+
+
+def test_replying_then_raising_breaks_no_hidden_errors() -> None:
+    # The room looks right (the retry only acks): the kit still reports it.
+    failure = failure_of(RepliesThenRaises, ONE_MESSAGE)
+    assert failure.invariants == {"NoHiddenErrors"}
+    assert messages(failure, "NoHiddenErrors")[0] == (
+        "room 0: the adapter replied to message '@demo/subject hello' and then raised "
+        "RuntimeError: bookkeeping after the reply failed"
+    )
+
+
+def test_a_slow_on_started_breaks_starts_promptly() -> None:
+    failure = failure_of(SlowToStart, ONE_MESSAGE)
+    assert failure.invariants == {"StartsPromptly"}
+    assert messages(failure, "StartsPromptly") == [
+        "run 0: on_started took 60.0 s (bound 10.0 s); the agent could not serve meanwhile"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("factory", "leftover"),
+    [(LeavesAThread, "thread 'forgotten-worker'"), (LeavesATask, "task 'forgotten-task'")],
+)
+def test_a_thread_or_task_left_running_breaks_nothing_outlives_serve(
+    factory: object, leftover: str
+) -> None:
+    failure = failure_of(factory, ONE_MESSAGE)
+    assert failure.invariants == {"NothingOutlivesServe"}
+    assert messages(failure, "NothingOutlivesServe") == [
+        f"run 0: {leftover} was still alive after serve returned"
+    ]

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import trio
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from band_trio import BandConfigError
 from band_trio.runtime.drain_schedule import DrainSchedule
@@ -39,6 +41,8 @@ from band_trio.testing.conformance import (
     SlowTool,
     Stop,
     ToolFailure,
+    Wait,
+    check_adapter,
     check_history_converter,
     check_result,
     conformance_settings,
@@ -46,10 +50,12 @@ from band_trio.testing.conformance import (
     run_scenario,
     validate_langchain_messages,
 )
+from band_trio.testing.conformance.kit import INDEPENDENCE_NOT_JUDGED
 from band_trio.testing.conformance.trace import LoopBlockDetector, Trace
 from tests.conformance.broken_adapters import (
     Echo,
     FailsToStart,
+    NeverReplies,
     PostsItsErrors,
     StrictToolConverter,
     TwoSystemPromptsConverter,
@@ -104,7 +110,8 @@ def test_exception_text_posted_in_the_room_breaks_no_error_text_in_room() -> Non
     with pytest.raises(ConformanceFailure) as caught:
         replay(PostsItsErrors, Scenario([Post(0, "hello")]), max_replies_per_message=3)
     failure = caught.value
-    assert failure.invariants == {"NoErrorTextInRoom"}
+    # It also replied (the error text) and then raised.
+    assert failure.invariants == {"NoErrorTextInRoom", "NoHiddenErrors"}
     assert (
         "NoErrorTextInRoom",
         "room 0: the agent posted the text of an exception "
@@ -374,10 +381,17 @@ def test_rooms_draw_their_jitter_from_the_runs_fixed_value(monkeypatch: pytest.M
         original(self, config, rng, now)
 
     monkeypatch.setattr(DrainSchedule, "__init__", recording)
-    run_scenario(Echo, Scenario([Post(0, "a"), Post(2, "b")], rooms=3), RunOptions(jitter=0.25))
+    # (No contacts hub room: only the scenario's rooms draw.)
+    run_scenario(
+        Echo,
+        Scenario([Post(0, "a"), Post(2, "b")], rooms=3),
+        RunOptions(jitter=0.25, contact_config=None),
+    )
     assert draws == [0.25, 0.25, 0.25]
     draws.clear()
-    run_scenario(Echo, Scenario([Post(0, "a")], rooms=2), RunOptions(jitter=None))
+    run_scenario(
+        Echo, Scenario([Post(0, "a")], rooms=2), RunOptions(jitter=None, contact_config=None)
+    )
     assert len(draws) == 2
     assert all(0.0 <= d < 1.0 for d in draws)
 
@@ -386,3 +400,37 @@ def test_rooms_draw_their_jitter_from_the_runs_fixed_value(monkeypatch: pytest.M
 def test_the_jitter_option_is_a_fraction(jitter: float) -> None:
     with pytest.raises(BandConfigError, match="jitter must be in"):
         RunOptions(jitter=jitter)
+
+
+def test_a_room_stopped_while_a_missing_reply_is_settled_settles_it_after_play() -> None:
+    # The failed mark of the missing reply meets the stop: the message must
+    # not stay processing once the room plays again.
+    result = replay(
+        NeverReplies,
+        Scenario(rooms=1, steps=[SlowTool(0, 0.5), Post(0, ""), Stop(0), Wait(0.5)]),
+    )
+    (room_id,) = result.trace.room_ids
+    statuses = [
+        m.deliveries[result.agent_id].status
+        for m in result.platform.state.rooms[room_id].messages
+        if result.agent_id in m.deliveries
+    ]
+    assert statuses == ["failed"]
+
+
+def test_a_pass_without_declared_determinism_says_independence_was_not_judged() -> None:
+    two_rooms = Scenario([Post(0, "a"), Post(1, "b")], rooms=2)
+    assert replay(Echo, two_rooms).notes == (INDEPENDENCE_NOT_JUDGED,)
+    assert replay(Echo, two_rooms, deterministic=True).notes == ()
+    assert replay(Echo, Scenario([Post(0, "a")])).notes == ()
+
+
+def test_check_adapter_returns_what_it_could_not_judge() -> None:
+    two_rooms = Scenario([Post(0, "a"), Post(1, "b")], rooms=2)
+    once = settings(max_examples=1, database=None, deadline=None)
+    notes = check_adapter(Echo, scenario_strategy=st.just(two_rooms), hypothesis_settings=once)
+    assert notes == (INDEPENDENCE_NOT_JUDGED,)
+    judged = check_adapter(
+        Echo, scenario_strategy=st.just(two_rooms), hypothesis_settings=once, deterministic=True
+    )
+    assert judged == ()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from collections.abc import Callable
+
+import pytest
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from band_trio.testing import conformance
 from band_trio.testing.conformance import (
     AddRoom,
+    ContactChange,
     DeleteRoom,
     Entry,
     Interrupt,
@@ -18,13 +22,17 @@ from band_trio.testing.conformance import (
     ReAddAgent,
     RemoveAgent,
     Restart,
+    RestFault,
     Scenario,
     Seed,
     SlowTool,
+    SocketDrop,
+    Step,
     Stop,
     ToolFailure,
     Wait,
     scenarios,
+    steps,
 )
 
 NAMESPACE = {name: getattr(conformance, name) for name in conformance.__all__}
@@ -61,6 +69,10 @@ def test_every_step_prints_as_its_constructor() -> None:
         Stop(0),
         Play(),
         ToolFailure(0, status=400, times=1),
+        RestFault(None, status=502, after=True, times=2),
+        RestFault(1),
+        SocketDrop(3.0),
+        ContactChange("helper", "remove"),
         SlowTool(0, 7.5),
         Wait(3.0),
         Restart(),
@@ -86,3 +98,32 @@ def test_only_room_keeps_one_rooms_traffic_and_every_rooms_lifecycle() -> None:
     assert scenario.room_count == 2
     assert not scenario.restarts
     assert Scenario([Restart()]).restarts
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [
+        lambda s: isinstance(s, RestFault) and (s.status, s.after) == (503, False),
+        lambda s: isinstance(s, RestFault) and (s.status, s.after) == (503, True),
+        lambda s: isinstance(s, RestFault) and (s.status, s.after) == (502, True),
+        lambda s: isinstance(s, RestFault) and (s.status, s.after) == (504, True),
+        lambda s: isinstance(s, RestFault) and s.room is None,
+        lambda s: isinstance(s, SocketDrop) and s.seconds > 0,
+        lambda s: isinstance(s, ContactChange) and s.action == "request",
+        lambda s: isinstance(s, ContactChange) and s.action == "remove",
+    ],
+    ids=[
+        "503-before",
+        "503-after",
+        "502-after",
+        "504-after",
+        "any-call",
+        "socket-drop",
+        "contact-request",
+        "contact-removed",
+    ],
+)
+def test_generated_steps_include_every_fault_form(wanted: Callable[[Step], bool]) -> None:
+    # find() raises when no step of the form is generated.
+    found = find(steps(2), wanted, settings=settings(max_examples=5000, database=None))
+    assert wanted(found)

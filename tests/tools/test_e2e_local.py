@@ -17,6 +17,7 @@ from band_trio.errors import BandToolError, RoomExecutionStoppedError
 from band_trio.local import LocalPlatform
 from band_trio.local.human import HumanClient
 from band_trio.tools import TRUNCATION_MARKER, AgentTools, Capability, ToolErrorKind, ToolResult
+from band_trio.tools.unsure_posts import UnsurePostPolicy
 from band_trio.wire.rest import RestClient
 from tests.scripted_platform import API_KEY, RecordingHooks
 
@@ -209,6 +210,32 @@ async def test_remove_participant_as_room_owner(world: World) -> None:
         removed = await tools.execute_tool_call("band_remove_participant", {"identifier": "Helper"})
     assert removed.value == {"id": world.helper_id, "name": "Helper", "status": "removed"}
     assert world.helper_id not in [p.id for p in tools.participants]
+
+
+async def test_participant_writes_with_lost_or_refused_answers_are_settled(
+    world: World,
+) -> None:
+    room_id = (await world.call("band_create_chatroom")).value
+    tools = AgentTools(
+        rest=world.rest,
+        room_id=room_id,
+        agent_id=world.agent_id,
+        participants=(),
+        unsure_posts=UnsurePostPolicy(first_check=0.01),
+    )
+    faults = world.platform.faults
+    # Applied, answer lost: read back, not sent again (a repeat would be refused).
+    lost = faults.add("POST", r"/participants$", 502, 1, perform=True)
+    # Refused before it took effect: read back, then sent again.
+    refused = faults.add("DELETE", r"/participants/", 503, 1)
+    with trio.fail_after(10):
+        added = await tools.execute_tool_call("band_add_participant", {"identifier": "Helper"})
+        assert added.value["status"] == "added", added.text
+        removed = await tools.execute_tool_call("band_remove_participant", {"identifier": "Helper"})
+        assert removed.value["status"] == "removed", removed.text
+        roster = await world.rest.list_participants(room_id)
+    assert (lost.hits, refused.hits) == (1, 1)
+    assert world.helper_id not in [p.id for p in roster]
 
 
 async def test_create_chatroom(world: World) -> None:

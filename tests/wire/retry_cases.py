@@ -30,8 +30,6 @@ WRITES: list[tuple[str, Call, Any]] = [
         lambda r: r.add_participant("room-1", "a"),
         {"id": "a", "role": "member", "status": "active", "type": "Agent"},
     ),
-    ("mark_processed", lambda r: r.mark_processed("room-1", "msg-1"), STATUS),
-    ("mark_failed", lambda r: r.mark_failed("room-1", "msg-1", "e"), STATUS),
     ("create_task", lambda r: r.create_task("room-1", "s"), TASK),
     (
         "create_memory",
@@ -63,6 +61,9 @@ IDEMPOTENT: list[tuple[str, Call, Any]] = [
     ("update_chat", lambda r: r.update_chat("room-1", title="t"), ROOM),
     ("set_board", lambda r: r.set_board("room-1", goal_title="g"), {"chat_room_id": "room-1"}),
     ("mark_processing", lambda r: r.mark_processing("room-1", "msg-1"), STATUS),
+    # A mark repeated after it landed changes nothing (it is refused, 422).
+    ("mark_processed", lambda r: r.mark_processed("room-1", "msg-1"), STATUS),
+    ("mark_failed", lambda r: r.mark_failed("room-1", "msg-1", "e"), STATUS),
     (
         "upload_file",
         lambda r: r.upload_file("room-1", b"bytes", filename="f.txt"),

@@ -43,7 +43,7 @@ from .phoenix_server import (
 # --------------------------------------------------------------------------- heartbeat and liveness
 
 
-async def test_heartbeat_every_30_seconds_with_acks(
+async def test_heartbeat_every_25_seconds_with_acks(
     server: FakePhoenix, autojump_clock: trio.testing.MockClock
 ) -> None:
     with trio.fail_after(300):
@@ -51,7 +51,7 @@ async def test_heartbeat_every_30_seconds_with_acks(
             running = await start(nursery, make_link(server, LinkConfig()))
             t0 = trio.current_time()
             await server.wait_until(lambda: len(server.frames("heartbeat")) >= 3)
-            assert trio.current_time() - t0 == pytest.approx(90.0, abs=0.5)
+            assert trio.current_time() - t0 == pytest.approx(75.0, abs=0.5)
             heartbeats = server.frames("heartbeat")
             assert all(f[0] is None and f[2] == "phoenix" for f in heartbeats)
             refs = [int(f[1]) for f in heartbeats]
@@ -79,12 +79,29 @@ async def test_dead_connection_forces_close_4000_and_reconnects(
             assert isinstance(reconnected, LinkReconnected)
             first = server.conns[0]
             assert first.close_code == 4000
-            # Dead after 60 s without an ack, then a short backoff.
-            assert 60.0 <= trio.current_time() - t0 <= 65.0
+            # The first heartbeat (at 25 s) unanswered for 10 s, then a short backoff.
+            assert 35.0 <= trio.current_time() - t0 <= 40.0
             stats = running.link.statistics()
             assert stats.dead_connections == 1
             assert stats.reconnects == 1
             assert set(reconnected.rejoined) == {CONTROL, ROOMS, CHAT}
+            nursery.cancel_scope.cancel()
+
+
+async def test_without_a_heartbeat_timeout_only_dead_after_applies(
+    server: FakePhoenix, autojump_clock: trio.testing.MockClock
+) -> None:
+    server.answer_heartbeats = False
+    with trio.fail_after(600):
+        async with trio.open_nursery() as nursery:
+            running = await start(
+                nursery,
+                make_link(server, LinkConfig(heartbeat_interval=30.0, heartbeat_timeout=None)),
+            )
+            t0 = trio.current_time()
+            assert isinstance(await running.next(), LinkReconnected)
+            # The official client's watchdog: 60 s without an ack.
+            assert 60.0 <= trio.current_time() - t0 <= 65.0
             nursery.cancel_scope.cancel()
 
 

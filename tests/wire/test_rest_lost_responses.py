@@ -17,7 +17,7 @@ import attrs
 import pytest
 import trio
 
-from band_trio.errors import OutcomeUnknownError
+from band_trio.errors import OutcomeUnknownError, UnprocessableEntityError
 from band_trio.local import Fault, HumanClient, LocalPlatform
 from band_trio.wire.models import MentionRequest
 from band_trio.wire.rest import RestClient, RestConfig
@@ -121,13 +121,17 @@ async def test_event_post(world: World, status: int) -> None:
 
 
 @pytest.mark.parametrize("status", LOST_STATUSES)
-async def test_processed_mark(world: World, status: int) -> None:
+async def test_processed_mark_is_repeated_and_the_repeat_changes_nothing(
+    world: World, status: int
+) -> None:
     message_id = await _post(world, "settle me")
     claim = await world.rest.mark_processing(world.room_id, message_id)
-    lost = lose_the_answer(world.platform, "POST", r"/processed$", status)
-    await expect_unknown(
-        lost, "POST", status, lambda: world.rest.mark_processed(world.room_id, message_id)
-    )
+    lost = world.platform.faults.add("POST", r"/processed$", status, 1, perform=True)
+    # The mark landed; its repeat finds no attempt open (422), which the
+    # runtime reads as "done" once the message left its work list.
+    with trio.fail_after(DEADLINE), pytest.raises(UnprocessableEntityError):
+        await world.rest.mark_processed(world.room_id, message_id)
+    assert lost.hits == 1
     done = await world.rest.list_messages(world.room_id, status="processed")
     assert [m.id for m in done.items] == [message_id]
     # Still the one attempt: nothing re-claimed or re-closed it.
@@ -136,15 +140,30 @@ async def test_processed_mark(world: World, status: int) -> None:
 
 
 @pytest.mark.parametrize("status", LOST_STATUSES)
-async def test_failed_mark(world: World, status: int) -> None:
+async def test_failed_mark_is_repeated_and_the_repeat_changes_nothing(
+    world: World, status: int
+) -> None:
     message_id = await _post(world, "fail me")
     await world.rest.mark_processing(world.room_id, message_id)
-    lost = lose_the_answer(world.platform, "POST", r"/failed$", status)
-    await expect_unknown(
-        lost, "POST", status, lambda: world.rest.mark_failed(world.room_id, message_id, "E")
-    )
+    lost = world.platform.faults.add("POST", r"/failed$", status, 1, perform=True)
+    with trio.fail_after(DEADLINE), pytest.raises(UnprocessableEntityError):
+        await world.rest.mark_failed(world.room_id, message_id, "E")
+    assert lost.hits == 1
     failed = await world.rest.list_messages(world.room_id, status="failed")
     assert [m.id for m in failed.items] == [message_id]
+
+
+@pytest.mark.parametrize("status", LOST_STATUSES)
+async def test_marks_refused_before_they_landed_are_repeated_until_they_land(
+    world: World, status: int
+) -> None:
+    message_id = await _post(world, "mark me")
+    await world.rest.mark_processing(world.room_id, message_id)
+    refused = world.platform.faults.add("POST", r"/processed$", status, 2)
+    with trio.fail_after(DEADLINE):
+        marked = await world.rest.mark_processed(world.room_id, message_id)
+    assert refused.hits == 2
+    assert marked.status == "processed"
 
 
 # ---------------------------------------------------------------- rooms and participants

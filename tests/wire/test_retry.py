@@ -17,7 +17,7 @@ from band_trio.wire.retry import (
 )
 
 NOW = 1_800_000_000.0
-EXACT = RetryPolicy(jitter=0.0)
+EXACT = RetryPolicy(jitter=0.0, backoff_base=1.0)
 
 
 @pytest.mark.parametrize(
@@ -114,6 +114,14 @@ def test_client_errors_are_final(status: int) -> None:
 def test_exponential_backoff_without_jitter() -> None:
     delays = [_status(EXACT, 500, idempotent=True, attempt=n) for n in range(4)]
     assert delays == [1.0, 2.0, 4.0, None]
+
+
+def test_default_backoff_starts_at_half_a_second() -> None:
+    # A fifth of the calls failing must not hold every turn for seconds:
+    # 0.5, 1, 2 s before the three retries.
+    policy = RetryPolicy(jitter=0.0)
+    delays = [_status(policy, 503, idempotent=True, attempt=n) for n in range(4)]
+    assert delays == [0.5, 1.0, 2.0, None]
 
 
 def test_backoff_is_capped() -> None:

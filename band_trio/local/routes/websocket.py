@@ -128,13 +128,16 @@ async def serve_websocket(services: Services, scope: Scope, receive: Receive, se
             )
             services.changes.publish()
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_write_frames, conn, send, nursery.cancel_scope)
+                nursery.start_soon(_write_frames, services, conn, send, nursery.cancel_scope)
                 while True:
                     message = await receive()
                     if message["type"] == "websocket.disconnect":
                         break
                     text = message.get("text")
-                    if text is not None:
+                    freeze = services.faults.frozen(conn.id)
+                    if freeze is not None:
+                        freeze.dropped_in += 1  # an injected half-open socket
+                    elif text is not None:
                         services.hub.handle_frame(conn, text)
                         services.changes.publish()
                     else:
@@ -146,8 +149,14 @@ async def serve_websocket(services: Services, scope: Scope, receive: Receive, se
             services.changes.publish()
 
 
-async def _write_frames(conn: Connection, send: Send, done: trio.CancelScope) -> None:
+async def _write_frames(
+    services: Services, conn: Connection, send: Send, done: trio.CancelScope
+) -> None:
     async for item in conn.inbox:
+        freeze = services.faults.frozen(conn.id)
+        if freeze is not None:
+            freeze.dropped_out += 1  # an injected half-open socket
+            continue
         if isinstance(item, CloseRequest):
             await send({"type": "websocket.close", "code": item.code})
             break

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import httpx
 import trio
 
@@ -29,6 +30,7 @@ from band_trio.runtime import PlatformRuntime
 from band_trio.testing.conformance._runtime_access import LocalPlatform, RetryPolicy
 from band_trio.wire import (
     EventRejected,
+    LinkReconnected,
     RestConfig,
     decode_event,
 )
@@ -106,6 +108,18 @@ class InProcessLink:
         self._conn: Any = None
         self._refs = itertools.count(1)
         self._waiters: dict[str, tuple[trio.Event, list[dict[str, Any]]]] = {}
+        self._topics: dict[str, None] = {}
+        self._dropped = trio.Event()
+        self._down_for = 0.0
+        self.reconnects = 0
+
+    def drop(self, seconds: float) -> None:
+        """Lose the connection now and open a new one ``seconds`` later
+        (virtual): pushes sent meanwhile are lost, as over a dropped socket.
+        The new connection rejoins every topic, and the runtime is told
+        (``LinkReconnected``) so that it resyncs."""
+        self._down_for = seconds
+        self._dropped.set()
 
     async def serve(
         self,
@@ -113,9 +127,24 @@ class InProcessLink:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Open the connection, join the agent topics, forward pushes until cancelled."""
+        """Open the connection, join the agent topics, forward pushes until
+        cancelled (reconnecting after each :meth:`drop`)."""
+        await self._connected(events, None, task_status)
+        while True:
+            await trio.sleep(self._down_for)
+            self.reconnects += 1
+            await self._connected(events, tuple(self._topics), trio.TASK_STATUS_IGNORED)
+
+    async def _connected(
+        self,
+        events: trio.MemorySendChannel[Any],
+        rejoin: tuple[str, ...] | None,
+        task_status: trio.TaskStatus[None],
+    ) -> None:
+        """One connection, until it is dropped."""
         platform = self._platform
         principal = platform.state.agents[self._agent_id]
+        self._dropped = trio.Event()
         with trio.CancelScope() as scope:
             conn = platform.hub.open(principal, scope)
             self._conn = conn
@@ -123,16 +152,34 @@ class InProcessLink:
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._reader, conn, events)
-                    await self.join(f"agent_control:{self._agent_id}")
-                    await self.join(f"agent_rooms:{self._agent_id}")
-                    task_status.started()
-                    await trio.sleep_forever()
+                    if rejoin is None:
+                        await self.join(f"agent_control:{self._agent_id}")
+                        await self.join(f"agent_rooms:{self._agent_id}")
+                        task_status.started()
+                    else:
+                        rejoined, lost = await self._rejoin(rejoin)
+                        await events.send(LinkReconnected(self.reconnects, rejoined, lost))
+                    await self._dropped.wait()
+                    nursery.cancel_scope.cancel()
             finally:
                 self._conn = None
                 platform.hub.close(conn)
                 platform._flush()
                 for done, _ in self._waiters.values():
                     done.set()
+
+    async def _rejoin(self, topics: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        rejoined: list[str] = []
+        lost: list[str] = []
+        for topic in topics:
+            try:
+                await self.join(topic)
+            except JoinError:
+                self._topics.pop(topic, None)
+                lost.append(topic)
+            else:
+                rejoined.append(topic)
+        return tuple(rejoined), tuple(lost)
 
     async def _reader(self, conn: Any, events: trio.MemorySendChannel[Any]) -> None:
         async for item in conn.inbox:
@@ -182,12 +229,14 @@ class InProcessLink:
         if reply.get("status") != "ok":
             reason = str((reply.get("response") or {}).get("reason", "refused"))
             raise JoinError(topic, reason)
+        self._topics[topic] = None
         if self._on_joined is not None:
             self._on_joined(topic)
 
     async def leave(self, topic: str) -> None:
         """Leave ``topic`` (nothing happens when it is not joined)."""
         await self._request(topic, "phx_leave")
+        self._topics.pop(topic, None)
         if self._on_left is not None:
             self._on_left(topic)
 
@@ -203,6 +252,9 @@ class InProcessRuntime(PlatformRuntime):
         on_joined: see :class:`InProcessLink`.
         on_left: see :class:`InProcessLink`.
         delays: slows chosen requests down (None: none are).
+        rest_config: the REST client's settings (None: short retries without
+            jitter, :data:`FAST_RETRIES`). Whatever is given, the in-process
+            origin is allowed without TLS.
     """
 
     def __init__(
@@ -215,7 +267,13 @@ class InProcessRuntime(PlatformRuntime):
         on_joined: Callable[[str], None] | None = None,
         on_left: Callable[[str], None] | None = None,
         delays: RequestDelays | None = None,
+        rest_config: RestConfig | None = None,
     ) -> None:
+        rest = (
+            FAST_RETRIES
+            if rest_config is None
+            else attrs.evolve(rest_config, allow_insecure_transport=True)
+        )
         settings = AgentSettings(
             agent_id=agent_id,
             api_key=api_key,
@@ -227,15 +285,17 @@ class InProcessRuntime(PlatformRuntime):
             config,
             rest_options={
                 "transport": in_process_transport(delays if delays is not None else platform.app),
-                "config": FAST_RETRIES,
+                "config": rest,
             },
         )
         self._platform = platform
         self._on_joined = on_joined
         self._on_left = on_left
+        self.link: InProcessLink | None = None
 
     def make_link(self) -> Any:
-        """A fresh in-process link for one run."""
-        return InProcessLink(
+        """A fresh in-process link for one run (also kept as :attr:`link`)."""
+        self.link = InProcessLink(
             self._platform, self.agent_id, on_joined=self._on_joined, on_left=self._on_left
         )
+        return self.link

@@ -3,7 +3,7 @@
 The kit drives the real runtime (the same ``Agent``, rooms and engine an agent
 runs) against the embedded platform reached in-process, so it needs a few
 names that are not part of the root package: the platform's request-body
-wrapper and file upload (to act as people in rooms without HTTP), the
+wrapper, file upload and contact book (to act as people without HTTP), the
 in-memory ledger marker, the runtime's fixed failure texts and the REST retry
 policy. Keeping them here means a reorganisation of the core changes one
 module of the kit. (The kit also reads the local platform's state objects:
@@ -23,6 +23,7 @@ except ModuleNotFoundError as exc:  # installed without the `conformance` extra
 
 from band_trio.adapter import ERROR_EVENT_TEXT, MISSING_REPLY_LABEL, MISSING_REPLY_TEXT
 from band_trio.local._input import Obj
+from band_trio.local.contact_book import add_contact, remove_contact
 from band_trio.local.files import upload
 from band_trio.runtime import IN_MEMORY
 from band_trio.wire import RetryPolicy
@@ -35,5 +36,7 @@ __all__ = [
     "LocalPlatform",
     "Obj",
     "RetryPolicy",
+    "add_contact",
+    "remove_contact",
     "upload",
 ]

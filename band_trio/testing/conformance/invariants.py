@@ -34,10 +34,13 @@ __all__ = [
     "LifecycleHooksOnce",
     "NoDoubleAnswerAfterRestart",
     "NoErrorTextInRoom",
+    "NoHiddenErrors",
     "NoLoopBlocking",
+    "NothingOutlivesServe",
     "RoomIndependence",
     "SerialTurns",
     "SettledExactlyOnce",
+    "StartsPromptly",
 ]
 
 
@@ -375,6 +378,61 @@ class HistoryConversion(Invariant):
                 yield f"{trace.label(turn.room_id)}: the history converter raised"
 
 
+class NoHiddenErrors(Invariant):
+    """A turn that replied does not raise afterwards.
+
+    The runtime retries a failed turn and, finding the reply already posted,
+    only acks the message: the room's outcome looks right while the adapter
+    raised every time. A turn whose error came from a refused tool call (the
+    platform said no) is not counted: the error is the platform's.
+    """
+
+    name = "NoHiddenErrors"
+    description = "an adapter that replied does not then raise"
+
+    def violations(self, result: ScenarioResult) -> Iterator[str]:
+        trace = result.trace
+        for turn in trace.turns:
+            if turn.outcome != "raised" or not turn.replies or is_conversion_error(turn.error):
+                continue
+            if turn.tool_calls and not turn.tool_calls[-1].ok:
+                continue  # raised by a refused tool call
+            yield (
+                f"{trace.label(turn.room_id)}: the adapter replied to "
+                f"{trace.message(turn.message_id)} and then raised "
+                f"{type(turn.error).__name__}: {turn.error}"
+            )
+
+
+class StartsPromptly(Invariant):
+    """``on_started`` returns within ``RunOptions.start_bound`` virtual seconds:
+    the agent serves no room until it has."""
+
+    name = "StartsPromptly"
+    description = "on_started returns within the start bound"
+
+    def violations(self, result: ScenarioResult) -> Iterator[str]:
+        bound = result.options.start_bound
+        for run, seconds in enumerate(result.trace.start_durations):
+            if seconds > bound:
+                yield (
+                    f"run {run}: on_started took {seconds:.1f} s (bound {bound:.1f} s); "
+                    "the agent could not serve meanwhile"
+                )
+
+
+class NothingOutlivesServe(Invariant):
+    """Every thread and Trio task the adapter started is over once ``serve``
+    returned (``on_cleanup`` and ``cleanup_all`` end them)."""
+
+    name = "NothingOutlivesServe"
+    description = "no thread or task of the adapter outlives serve"
+
+    def violations(self, result: ScenarioResult) -> Iterator[str]:
+        for run, what in result.trace.leftovers:
+            yield f"run {run}: {what} was still alive after serve returned"
+
+
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -435,6 +493,9 @@ DEFAULT_INVARIANTS: tuple[Invariant, ...] = (
     NoErrorTextInRoom(),
     NoDoubleAnswerAfterRestart(),
     HistoryConversion(),
+    NoHiddenErrors(),
+    StartsPromptly(),
+    NothingOutlivesServe(),
 )
 """Every invariant that needs a single run (:class:`RoomIndependence` needs two
 and is switched on with ``deterministic=True``)."""

@@ -16,6 +16,7 @@ Profiles (Hypothesis settings):
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
@@ -59,6 +60,8 @@ __all__ = [
     "conformance_settings",
     "replay",
 ]
+
+logger = logging.getLogger("band_trio.testing.conformance")
 
 CI_PROFILE = "band-conformance-ci"
 LONG_PROFILE = "band-conformance-long"
@@ -122,6 +125,14 @@ def _indent(text: str) -> str:
     return text.replace("\n", "\n    ")
 
 
+INDEPENDENCE_NOT_JUDGED = (
+    "RoomIndependence was not judged: the adapter did not declare that it answers "
+    "the same inputs the same way (deterministic=True), so a room's output could "
+    "not be compared with the same room played alone"
+)
+"""The note of a passing run whose rooms' independence the kit could not judge."""
+
+
 def check_result(
     result: ScenarioResult,
     invariants: Iterable[Invariant] = DEFAULT_INVARIANTS,
@@ -150,6 +161,8 @@ def _check(
     failures = check_result(result, invariants)
     busy = _busy_rooms(scenario)
     metamorphic = deterministic or any(isinstance(i, RoomIndependence) for i in invariants)
+    if not metamorphic and len(busy) > 1:
+        result.notes = (*result.notes, INDEPENDENCE_NOT_JUDGED)
     if metamorphic and not failures and len(busy) > 1:
         for room in busy:
             alone = run_scenario(factory, scenario.only_room(room), options)
@@ -216,9 +229,13 @@ def check_adapter(
     scenario_strategy: st.SearchStrategy[Scenario] | None = None,
     profile: str | None = None,
     hypothesis_settings: settings | None = None,
-) -> None:
+) -> tuple[str, ...]:
     """Run generated scenarios against adapters from ``factory``; raise on the first
     broken invariant (after shrinking it).
+
+    When every scenario passes, the notes returned (and logged as warnings)
+    say what the kit could not judge: without ``deterministic=True``, whether
+    the rooms are independent of each other.
 
     Call it from a synchronous test (it runs ``trio.run`` per scenario, so not
     from inside a Trio test); it works with or without pytest-trio.
@@ -240,6 +257,9 @@ def check_adapter(
     Raises:
         ConformanceFailure: a scenario broke an invariant; the message holds
             the shrunk scenario.
+
+    Returns:
+        What the kit could not judge (empty when it judged everything).
     """
     opts = _options(options, config, max_replies_per_message, history_validator)
     checks = list(invariants)
@@ -248,12 +268,17 @@ def check_adapter(
         hypothesis_settings if hypothesis_settings is not None else conformance_settings(profile)
     )
 
+    notes: dict[str, None] = {}
+
     @chosen
     @given(scenario=strategy)
     def conformance(scenario: Scenario) -> None:
-        _check(factory, scenario, opts, checks, deterministic)
+        notes.update(dict.fromkeys(_check(factory, scenario, opts, checks, deterministic).notes))
 
     conformance()
+    for note in notes:
+        logger.warning("conformance: %s", note)
+    return tuple(notes)
 
 
 def check_history_converter(

@@ -35,6 +35,8 @@ from band_trio import (
     AgentConfig,
     BandConfigError,
     BandError,
+    ContactEventConfig,
+    ContactStrategy,
     FrameworkAdapter,
 )
 from band_trio.testing.conformance._inprocess import InProcessRuntime, RequestDelays
@@ -42,10 +44,13 @@ from band_trio.testing.conformance._runtime_access import (
     IN_MEMORY,
     LocalPlatform,
     Obj,
+    add_contact,
+    remove_contact,
     upload,
 )
 from band_trio.testing.conformance.steps import (
     AddRoom,
+    ContactChange,
     DeleteRoom,
     Interrupt,
     Join,
@@ -55,14 +60,17 @@ from band_trio.testing.conformance.steps import (
     ReAddAgent,
     RemoveAgent,
     Restart,
+    RestFault,
     Scenario,
     Seed,
     SlowTool,
+    SocketDrop,
     Step,
     Stop,
     ToolFailure,
     Wait,
 )
+from band_trio.testing.conformance.survivors import Census
 from band_trio.testing.conformance.trace import LoopBlockDetector, ObservedAdapter, Trace
 from band_trio.wire import room_topics
 
@@ -121,6 +129,11 @@ class RunOptions:
             ``[0, 1)``, so a scenario replays the same way and a room's timing
             never depends on how many rooms drew before it (which the
             room-independence check relies on). None: random, as in production.
+        start_bound: virtual seconds ``on_started`` may take (the agent serves
+            no room until it returned).
+        contact_config: how the agent handles the contact events of
+            ``ContactChange`` steps (default: in a contacts hub room, whose
+            turns the adapter answers); None ignores them.
     """
 
     config: AgentConfig = attrs.field(factory=_default_config)
@@ -131,6 +144,10 @@ class RunOptions:
     history_validator: Callable[[Any], Sequence[str]] | None = None
     autojump_threshold: float = 0.01
     jitter: float | None = attrs.field(default=0.5)
+    start_bound: float = 10.0
+    contact_config: ContactEventConfig | None = attrs.field(
+        factory=lambda: ContactEventConfig(strategy=ContactStrategy.HUB_ROOM)
+    )
 
     @jitter.validator
     def _check_jitter(self, _attribute: object, value: float | None) -> None:
@@ -149,6 +166,8 @@ class ScenarioResult:
         platform: the embedded platform, as the run left it (read its
             ``state``; the run is over, nothing serves it any more).
         error: an error the run itself raised (the agent failed to serve), if any.
+        notes: what the checks could not judge in this run (see
+            :func:`~band_trio.testing.conformance.check_adapter`).
     """
 
     scenario: Scenario
@@ -156,6 +175,7 @@ class ScenarioResult:
     trace: Trace
     platform: LocalPlatform
     error: BaseException | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def agent_id(self) -> str:
@@ -333,6 +353,26 @@ class _World:
         if path is not None:
             self.platform.faults.add("POST", path, status, times)
 
+    def contact(self, step: ContactChange) -> None:
+        actor = self.principal(step.who)
+        act = add_contact if step.action == "request" else remove_contact
+        try:
+            act(self.platform.state, actor, Obj({"handle": self.agent.handle}))
+        except BandError:
+            pass  # refused (already asked, no contact to remove): nothing happens
+        finally:
+            self.flush()
+
+    def fail_calls(self, step: RestFault) -> None:
+        if step.room is None:
+            path = r"^/api/v1/agent/"
+        else:
+            room_id = self.room_id(step.room)
+            if room_id is None:
+                return
+            path = rf"^/api/v1/agent/chats/{room_id}/"
+        self.platform.faults.add("*", path, step.status, step.times, perform=step.after)
+
     def slow_post(self, number: int, seconds: float) -> None:
         path = self._posts(number)
         if path is not None:
@@ -368,6 +408,8 @@ class _AgentRunner:
         self.done: trio.Event | None = None
         self.error: BaseException | None = None
         self._joined: set[str] = set()
+        self._census: Census | None = None
+        self.runtime: InProcessRuntime | None = None
 
     def _on_joined(self, topic: str) -> None:
         trace = self.world.trace
@@ -385,6 +427,7 @@ class _AgentRunner:
         trace.runs += 1
         trace.started.append(0)
         self._joined = set()
+        self._census = Census.take()
         try:
             inner = self.factory()
         except Exception as exc:
@@ -403,8 +446,15 @@ class _AgentRunner:
         )
         jitter = self.options.jitter
         rng = random.Random() if jitter is None else _FixedDraws(jitter)
-        agent = Agent(runtime, adapter, handle_signals=False, rng=rng)
+        agent = Agent(
+            runtime,
+            adapter,
+            handle_signals=False,
+            rng=rng,
+            contact_config=self.options.contact_config,
+        )
         self.agent = agent
+        self.runtime = runtime
         done = trio.Event()
         self.done = done
 
@@ -419,6 +469,12 @@ class _AgentRunner:
 
         await nursery.start(serve)
 
+    def drop_socket(self, seconds: float) -> None:
+        """Lose the agent's connection for ``seconds`` (virtual)."""
+        link = self.runtime.link if self.runtime is not None else None
+        if link is not None and self.agent is not None:
+            link.drop(seconds)
+
     async def stop(self) -> None:
         agent, done = self.agent, self.done
         if agent is None or done is None:
@@ -430,6 +486,11 @@ class _AgentRunner:
         await done.wait()
         self.agent = None
         self.done = None
+        census = self._census
+        if census is not None:
+            await trio.testing.wait_all_tasks_blocked()
+            trace = self.world.trace
+            trace.leftovers.extend((trace.runs - 1, what) for what in census.newcomers())
 
 
 async def _play(
@@ -505,6 +566,12 @@ async def _apply(step: Step, world: _World, runner: _AgentRunner, nursery: trio.
         await world.control("play", step.room)
     elif isinstance(step, ToolFailure):
         world.fail_posts(step.room, step.status, step.times)
+    elif isinstance(step, RestFault):
+        world.fail_calls(step)
+    elif isinstance(step, SocketDrop):
+        runner.drop_socket(step.seconds)
+    elif isinstance(step, ContactChange):
+        world.contact(step)
     elif isinstance(step, SlowTool):
         world.slow_post(step.room, step.seconds)
     elif isinstance(step, Wait):

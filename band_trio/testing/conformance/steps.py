@@ -21,6 +21,7 @@ import attrs
 
 __all__ = [
     "AddRoom",
+    "ContactChange",
     "DeleteRoom",
     "Entry",
     "Interrupt",
@@ -30,10 +31,12 @@ __all__ = [
     "Post",
     "ReAddAgent",
     "RemoveAgent",
+    "RestFault",
     "Restart",
     "Scenario",
     "Seed",
     "SlowTool",
+    "SocketDrop",
     "Step",
     "Stop",
     "ToolFailure",
@@ -248,6 +251,50 @@ class ToolFailure:
 
 
 @attrs.frozen(repr=False)
+class RestFault:
+    """The agent's next ``times`` REST calls (in ``room``, or any call when
+    None) are answered HTTP ``status``; with ``after`` the platform performs
+    each first and only the answer is lost (a gateway's 5xx after the call
+    took effect), otherwise nothing is done (a 503 before it took effect).
+    """
+
+    room: int | None = None
+    status: int = 503
+    after: bool = False
+    times: int = 1
+
+    def __repr__(self) -> str:
+        return (
+            f"RestFault({self.room}, status={self.status}, after={self.after}, times={self.times})"
+        )
+
+
+@attrs.frozen(repr=False)
+class SocketDrop:
+    """The agent's WebSocket is lost now and comes back ``seconds`` later
+    (virtual): pushes sent meanwhile never arrive; the new connection rejoins
+    every topic and the runtime resyncs."""
+
+    seconds: float = 0.0
+
+    def __repr__(self) -> str:
+        return f"SocketDrop({self.seconds!r})"
+
+
+@attrs.frozen(repr=False)
+class ContactChange:
+    """Someone acts on their contact with the agent: ``"request"`` (asks to
+    become a contact), ``"remove"`` (drops an existing contact). The
+    platform pushes the contact event to the agent."""
+
+    who: str = "peer"
+    action: str = "request"
+
+    def __repr__(self) -> str:
+        return f"ContactChange({self.who!r}, {self.action!r})"
+
+
+@attrs.frozen(repr=False)
 class SlowTool:
     """The agent's next post in ``room`` takes ``seconds`` (virtual) to answer.
 
@@ -295,6 +342,9 @@ Step = (
     | Stop
     | Play
     | ToolFailure
+    | RestFault
+    | SocketDrop
+    | ContactChange
     | SlowTool
     | Wait
     | Restart
@@ -308,7 +358,7 @@ def step_room(step: Step) -> int | None:
     """The room a step concerns, or None for agent-wide steps."""
     if isinstance(step, _ROOM_STEPS):
         return step.room
-    if isinstance(step, Interrupt | Stop | Play):
+    if isinstance(step, Interrupt | Stop | Play | RestFault):
         return step.room
     return None
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from band_trio import HistoryItem
 from band_trio.testing.conformance.steps import (
     AddRoom,
+    ContactChange,
     DeleteRoom,
     Entry,
     Interrupt,
@@ -29,9 +30,11 @@ from band_trio.testing.conformance.steps import (
     ReAddAgent,
     RemoveAgent,
     Restart,
+    RestFault,
     Scenario,
     Seed,
     SlowTool,
+    SocketDrop,
     Step,
     Stop,
     ToolFailure,
@@ -121,6 +124,9 @@ _KINDS = (
     "play",
     "wait",
     "failure",
+    "rest_fault",
+    "drop",
+    "contact",
     "seed",
     "join",
     "leave",
@@ -157,6 +163,20 @@ def steps(draw: Any, rooms: int) -> Step:
     if kind == "failure":
         status = draw(st.sampled_from([500, 503, 429, 400]))
         return ToolFailure(room, status=status, times=draw(st.sampled_from([1, 4])))
+    if kind == "rest_fault":
+        return RestFault(
+            draw(st.one_of(st.none(), st.just(room))),
+            status=draw(st.sampled_from([503, 502, 504])),
+            after=draw(st.booleans()),
+            times=draw(st.sampled_from([1, 2, 4])),
+        )
+    if kind == "contact":
+        return ContactChange(
+            draw(st.sampled_from(["peer", "helper"])),
+            draw(st.sampled_from(["request", "request", "remove"])),
+        )
+    if kind == "drop":
+        return SocketDrop(draw(st.sampled_from([0.0, 3.0, 45.0])))
     if kind == "seed":
         return Seed(room, draw(history_entries()))
     if kind in ("join", "leave"):

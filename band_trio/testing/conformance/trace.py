@@ -163,6 +163,11 @@ class Trace:
         agent_error: the error that ended ``Agent.serve``, if one did.
         texts: message id -> its text as the adapter received it.
         log: the runtime's last log lines (INFO and above) during the run.
+        start_durations: virtual seconds each ``on_started`` call took (the
+            agent cannot serve meanwhile).
+        leftovers: ``(run, what)`` for every thread or Trio task the adapter
+            started during a run that was still alive once ``serve`` returned
+            (after ``on_cleanup`` and ``cleanup_all``).
     """
 
     agent_id: str
@@ -180,6 +185,8 @@ class Trace:
     agent_error: BaseException | None = None
     texts: dict[str, str] = attrs.Factory(dict)
     log: deque[str] = attrs.Factory(lambda: deque(maxlen=200))
+    start_durations: list[float] = attrs.Factory(list)
+    leftovers: list[tuple[int, str]] = attrs.Factory(list)
     _seq: int = 0
 
     def message(self, message_id: str, fallback: str | None = None) -> str:
@@ -451,10 +458,12 @@ class ObservedAdapter:
     async def on_started(self, agent_name: str, agent_description: str) -> None:
         self._trace.started[self._run] += 1
         task = self._enter(None)
+        began = trio.current_time()
         try:
             await self.inner.on_started(agent_name, agent_description)
         finally:
             self._exit(task)
+            self._trace.start_durations.append(trio.current_time() - began)
 
     async def on_cleanup(self, room_id: str) -> None:
         self._trace.cleanups.append((self._run, room_id, self._trace.tick()))

@@ -138,7 +138,9 @@ class BandLink:
             else None
         )
         self._proto = PhoenixProtocol(
-            heartbeat_interval=self.config.heartbeat_interval, dead_after=self.config.dead_after
+            heartbeat_interval=self.config.heartbeat_interval,
+            dead_after=self.config.dead_after,
+            heartbeat_timeout=self.config.heartbeat_timeout,
         )
         self._serving = False
         self._ws: trio_websocket.WebSocketConnection | None = None
@@ -252,7 +254,9 @@ class BandLink:
         self._serving = True
         self._started = False
         self._proto = PhoenixProtocol(
-            heartbeat_interval=self.config.heartbeat_interval, dead_after=self.config.dead_after
+            heartbeat_interval=self.config.heartbeat_interval,
+            dead_after=self.config.dead_after,
+            heartbeat_timeout=self.config.heartbeat_timeout,
         )
         send, receive = trio.open_memory_channel[LinkEvent](self.config.event_buffer_size)
         self._out = send
@@ -522,7 +526,11 @@ class BandLink:
             now = trio.current_time()
             if not self._stalled and proto.is_dead(now):
                 self._dead += 1
-                logger.warning("no heartbeat ack for %.0f s; reconnecting", proto.dead_after)
+                logger.warning(
+                    "no heartbeat ack in time (timeout %s s, dead after %.0f s); reconnecting",
+                    proto.heartbeat_timeout,
+                    proto.dead_after,
+                )
                 await self._force_close(ws, DEAD_CLOSE_CODE, DEAD_CLOSE_REASON)
             if proto.heartbeat_due(now):
                 _, frame = proto.send_heartbeat(now)

@@ -20,14 +20,21 @@ MIB: Final = 1024 * 1024
 
 @attrs.frozen
 class LinkConfig:
-    """Knobs of a :class:`~band_trio.wire.link.BandLink`; the defaults are the official client's.
+    """Knobs of a :class:`~band_trio.wire.link.BandLink`; the defaults are the
+    official client's, except the heartbeat's (see ``heartbeat_timeout``).
 
     Attributes:
         join_timeout: seconds to wait for a join reply.
         leave_timeout: seconds to wait for a leave reply.
-        heartbeat_interval: seconds between Phoenix heartbeats.
-        dead_after: seconds without a heartbeat ack before the socket is
-            force-closed (code 4000) and the link reconnects.
+        heartbeat_interval: seconds between Phoenix heartbeats (25; the
+            official client's 30).
+        heartbeat_timeout: seconds one heartbeat may go unanswered before the
+            socket is force-closed (code 4000) and the link reconnects (10).
+            With the defaults a socket that goes silent without closing is
+            replaced within 35 s of its last answer (the official client
+            waits 60 s). None leaves only ``dead_after``.
+        dead_after: seconds without any heartbeat ack before the socket is
+            force-closed and the link reconnects.
         connect_timeout: seconds for the TCP connect plus the upgrade handshake.
         close_timeout: seconds to wait for the closing handshake.
         max_message_size: largest incoming message accepted (bigger: close 1009).
@@ -61,7 +68,8 @@ class LinkConfig:
 
     join_timeout: float = 10.0
     leave_timeout: float = 5.0
-    heartbeat_interval: float = 30.0
+    heartbeat_interval: float = 25.0
+    heartbeat_timeout: float | None = 10.0
     dead_after: float = 60.0
     connect_timeout: float = 10.0
     close_timeout: float = 5.0
@@ -79,6 +87,11 @@ class LinkConfig:
 
     def __attrs_post_init__(self) -> None:
         check_tls_verify(self.tls_verify, setting="LinkConfig.tls_verify")
+        timeout = self.heartbeat_timeout
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+        ):
+            raise BandConfigError("LinkConfig.heartbeat_timeout must be None or positive seconds")
         for name in (
             "join_timeout",
             "leave_timeout",

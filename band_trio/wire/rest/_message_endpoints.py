@@ -170,32 +170,29 @@ class MessageEndpoints(RestClientCore):
     async def mark_processed(self, chat_id: str, message_id: str) -> MessageStatus:
         """``POST .../messages/{id}/processed`` — complete the current attempt.
 
-        Not repeated after an ambiguous failure: once it landed the attempt is
-        over, and a repeat is refused (422, no active attempt) — a success
-        reported as a failure. The runtime keeps such a mark pending and settles
-        it itself.
+        Retried like a GET after an ambiguous failure (a 5xx, a timeout): a
+        mark changes nothing twice. A repeat of a mark that landed is refused
+        (422, no active attempt); the runtime then finds the message gone from
+        its work list and counts it done.
 
         Raises:
-            OutcomeUnknownError: the mark may have landed anyway.
             RoomExecutionStoppedError: HTTP 204, the room's execution is stopped.
             UnprocessableEntityError: no active attempt (``details["/processing_attempt"]``).
             NotFoundError: the message is gone or not in this room.
         """
-        return await self._mark(chat_id, message_id, "processed", NO_BODY, idempotent=False)
+        return await self._mark(chat_id, message_id, "processed", NO_BODY, idempotent=True)
 
     async def mark_failed(self, chat_id: str, message_id: str, error: str) -> MessageStatus:
         """``POST .../messages/{id}/failed`` — close the current attempt as failed.
 
-        Not repeated after an ambiguous failure, for the reason given in
-        :meth:`mark_processed`.
+        Retried like :meth:`mark_processed`.
 
         Raises:
-            OutcomeUnknownError: the mark may have landed anyway.
             RoomExecutionStoppedError: HTTP 204, the room's execution is stopped.
             UnprocessableEntityError: no active attempt.
             NotFoundError: the message is gone or not in this room.
         """
-        return await self._mark(chat_id, message_id, "failed", {"error": error}, idempotent=False)
+        return await self._mark(chat_id, message_id, "failed", {"error": error}, idempotent=True)
 
     async def send_event(
         self,

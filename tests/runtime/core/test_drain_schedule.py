@@ -14,6 +14,7 @@ from band_trio.runtime.schedule import ReconcileOutcome, ReconcileSchedule
 
 BASE = 30.0
 RETRY = 1.0
+CAP = 8.0
 
 events = st.lists(
     st.tuples(
@@ -29,7 +30,7 @@ events = st.lists(
 def test_due_is_the_idle_timer_or_the_retry_backoff(
     steps: list[tuple[str, ReconcileOutcome, float]], seed: int
 ) -> None:
-    config = AgentConfig(idle_resync_interval=BASE, retry_delay=RETRY)
+    config = AgentConfig(idle_resync_interval=BASE, retry_delay=RETRY, max_retry_delay=CAP)
     schedule = DrainSchedule(config, random.Random(seed), now=0.0)
     idle = ReconcileSchedule(
         base=config.idle_resync_interval,
@@ -46,7 +47,7 @@ def test_due_is_the_idle_timer_or_the_retry_backoff(
             schedule.after(result, now)
             idle.completed(result, now)
             if result is ReconcileOutcome.RETRY:
-                retry_at, delay = now + delay, min(delay * 2, BASE)
+                retry_at, delay = now + delay, min(delay * 2, CAP)
             else:
                 retry_at, delay = math.inf, RETRY
         elif kind == "work":
@@ -80,3 +81,15 @@ def test_retries_back_off_doubling() -> None:
     schedule.after(ReconcileOutcome.EMPTY, now)
     schedule.after(ReconcileOutcome.RETRY, now)
     assert schedule.due == now + 0.25  # a clean pass starts the backoff over
+
+
+def test_a_deferred_message_waits_at_most_the_max_retry_delay() -> None:
+    # A mark the platform did not confirm is tried again within
+    # max_retry_delay (4 s by default), however often it failed before.
+    schedule = DrainSchedule(AgentConfig(), random.Random(0), now=0.0)
+    now, waits = 0.0, []
+    for _ in range(10):
+        schedule.after(ReconcileOutcome.RETRY, now)
+        waits.append(schedule.retry_due - now)
+        now = schedule.retry_due
+    assert waits == [1.0, 2.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0]
