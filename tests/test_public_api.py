@@ -105,7 +105,7 @@ ADAPTER = {
     "AgentFailure", "AgentInput", "AgentToolsProtocol", "AllRoomsCleanup", "Capability",
     "CustomToolSet", "Emit", "FailureReporter", "FrameworkAdapter", "HistoryConverter",
     "HistoryItem", "HistoryProvider", "HistoryRole", "InterruptHandler",
-    "NamedHistoryConverter", "PlatformMessage", "Preprocessor", "Roster", "SchemaFormat",
+    "NamedHistoryConverter", "PlatformMessage", "Preprocessor", "ReportsStuckThreads", "Roster", "SchemaFormat",
     "SimpleAdapter", "ToolCategory", "ToolEffect", "ToolErrorKind", "ToolResult", "ToolSpec",
     "TurnContext", "TurnHooks", "TurnJudging", "Usage", "emit_usage",
     "available_handles", "image_blocks_placeholder", "resolve_mention", "is_usage_event", "is_visible", "post_tool_call",
