@@ -359,9 +359,11 @@ class Agent:
         with otel_registered(self.runtime.agent_id, self.statistics):
             async with trio.open_nursery() as nursery:
                 if cfg.health_port is not None:
-                    self._health_address = await nursery.start(
+                    host, port = self._health_address = await nursery.start(
                         serve_health, cfg, self.statistics, self._health
                     )
+                    logger.info("health listener on http://%s:%d", host, port)
+                    self._changes.notify()
                 try:
                     yield
                 finally:

@@ -13,14 +13,18 @@ and the listener answers ``/metrics`` with 501 and the install command.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from band_trio.errors import MissingExtraError
 from band_trio.observe.catalogue import INSTRUMENTS, TURN_DURATION
 from band_trio.runtime.agent_statistics import AgentStatistics
 from band_trio.runtime.turn_durations import BUCKETS
 
-__all__ = ["MetricsRenderer", "metrics_renderer"]
+__all__ = ["CONTENT_TYPE", "MetricsRenderer", "metrics_renderer"]
+
+CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+"""The classic text format, which every Prometheus version reads (the metric
+names are all plain ASCII, so the text is the same in the newer format)."""
 
 MetricsRenderer = Callable[[], tuple[bytes, str]]
 """Renders one scrape: the body and its content type."""
@@ -35,7 +39,6 @@ def metrics_renderer(statistics: Callable[[], AgentStatistics]) -> MetricsRender
     try:
         # Lazy: the optional `metrics` extra.
         from prometheus_client import CollectorRegistry, generate_latest
-        from prometheus_client.exposition import CONTENT_TYPE_LATEST
     except ImportError as exc:
         raise MissingExtraError("metrics", "GET /metrics") from exc
 
@@ -43,7 +46,7 @@ def metrics_renderer(statistics: Callable[[], AgentStatistics]) -> MetricsRender
     registry.register(_AgentCollector(statistics))
 
     def render() -> tuple[bytes, str]:
-        return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(registry), CONTENT_TYPE
 
     return render
 
