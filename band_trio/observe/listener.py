@@ -110,9 +110,7 @@ async def _serve_requests(handler: Handler, stream: trio.SocketStream) -> None:
             try:
                 request = await _read_request(conn, stream)
             except h11.RemoteProtocolError as exc:
-                await _send(
-                    conn, stream, ProbeResponse(exc.error_status_hint, b"bad request\n"), True
-                )
+                await _refuse(stream, exc.error_status_hint)
                 return
         if request is None:
             return
@@ -154,6 +152,15 @@ async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> h11.
             return None
         elif isinstance(event, h11.Data):
             raise h11.RemoteProtocolError("a probe request has no body", error_status_hint=413)
+
+
+async def _refuse(stream: trio.SocketStream, status: int) -> None:
+    """Answer a request that cannot be served, then close. h11 cannot send a
+    response to a request it never parsed, so these few bytes are written
+    here."""
+    reason = {413: b"Content Too Large", 431: b"Request Header Fields Too Large"}
+    line = b"HTTP/1.1 %d %s\r\n" % (status, reason.get(status, b"Bad Request"))
+    await stream.send_all(line + b"content-length: 0\r\nconnection: close\r\n\r\n")
 
 
 async def _send(
