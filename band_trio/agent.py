@@ -508,7 +508,7 @@ class Agent:
 
         # The hard bound of a graceful shutdown: the drain, the rooms' cleanups
         # (concurrent), then the adapter's cleanup_all.
-        body.deadline = now + cfg.shutdown_timeout + 2 * cfg.cleanup_timeout + 2
+        body.deadline = now + cfg.graceful_shutdown_bound
         if cause is _Cause.CANCELLED:
             force()
             return await engine.shutdown(now)

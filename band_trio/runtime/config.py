@@ -429,6 +429,14 @@ class AgentConfig:
         return self.stopped_resync_interval
 
     @property
+    def graceful_shutdown_bound(self) -> float:
+        """The longest a graceful shutdown takes, in seconds: the drain
+        (``shutdown_timeout``), the rooms' cleanups (concurrent), the adapter's
+        ``cleanup_all``, and a second for each step's bookkeeping. Give a
+        process manager a stop timeout above it (52 s with the defaults)."""
+        return self.shutdown_timeout + 2 * self.cleanup_timeout + 2
+
+    @property
     def in_memory(self) -> bool:
         """True when the claims ledger is kept in memory only."""
         return self.state_dir is None
