@@ -245,3 +245,49 @@ def test_health_settings_come_from_the_environment() -> None:
         AgentConfig.from_env({"BAND_HEALTH_PORT": "70000"})
     with pytest.raises(BandConfigError, match="BAND_HEALTH_PORT"):
         AgentConfig.from_env({"BAND_HEALTH_PORT": "http"})
+
+
+async def test_with_a_meter_provider_the_agent_reports_opentelemetry_metrics(
+    band_platform: LocalPlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry import metrics
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    monkeypatch.setattr(metrics, "get_meter_provider", lambda: provider)
+    adapter = Gated()
+    adapter.start.set()
+    agent = make_agent(band_platform, adapter)
+    creds = band_platform.agents[0]
+
+    def completed() -> list[tuple[dict[str, object], object]]:
+        data = reader.get_metrics_data()
+        if data is None:  # no instrument had a point to report
+            return []
+        return [
+            (dict(point.attributes or {}), point.value)  # type: ignore[union-attr]
+            for resource in data.resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+            if metric.name == "band_trio.turns"
+            for point in metric.data.data_points
+            if (point.attributes or {}).get("outcome") == "completed"
+        ]
+
+    async with HumanClient(
+        base_url=band_platform.rest_url, api_key=band_platform.user.api_key
+    ) as human:
+        room = (await human.create_room(title="otel"))["id"]
+        await human.add_participant(room, creds.id)
+        async with started(agent):
+            with trio.fail_after(WITHIN):
+                await agent.wait_for(lambda: agent.statistics().serving)
+            await human.post_message(room, f"@{creds.handle} hi", mentions=[creds.handle])
+            with trio.fail_after(WITHIN):
+                await agent.wait_for(lambda: agent.statistics().completed >= 1)
+            assert completed() == [({"band_trio.agent_id": creds.id, "outcome": "completed"}, 1)]
+    # Once the agent stopped, it reports nothing.
+    assert completed() == []
+    provider.shutdown()

@@ -12,13 +12,34 @@ import trio.testing
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from band_trio.errors import BandConnectionError, BandTimeoutError, MissingExtraError, NotFoundError
+from band_trio import Agent, AgentSettings
+from band_trio.adapter import HistoryProvider, ReportsStuckThreads, SimpleAdapter
+from band_trio.cli import main
+from band_trio.errors import (
+    AgentAlreadyRunningError,
+    AuthenticationError,
+    BandConfigError,
+    BandConnectionError,
+    BandTimeoutError,
+    MissingExtraError,
+    NotFoundError,
+    SupersededError,
+)
 from band_trio.observe import INSTRUMENTS, liveness, metrics_renderer, readiness
 from band_trio.observe.listener import ProbeResponse, serve_http
 from band_trio.observe.otel import AGENT_ATTRIBUTE, OtelMetrics, otel_name
 from band_trio.observe.service import HealthState, health_handler
+from band_trio.production import (
+    EXIT_BAD_CONFIG,
+    EXIT_CRASHED,
+    EXIT_DRAINED,
+    EXIT_SUPERSEDED,
+    exit_status,
+)
 from band_trio.runtime.agent_statistics import AgentStatistics
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.platform_runtime import PlatformRuntime
+from band_trio.runtime.turn_durations import BUCKETS, TurnDurations
 from band_trio.wire.link import LinkStatistics
 from band_trio.wire.rest._routes import call_outcome, route_class
 
@@ -218,3 +239,50 @@ def test_the_same_metrics_are_opentelemetry_instruments() -> None:
     assert "band_trio.turn_duration.count" in points
     metrics.discard("agent-1")
     provider.shutdown()
+
+
+def test_the_turn_duration_histogram_is_cumulative_over_every_turn() -> None:
+    durations = TurnDurations(window=2)
+    for seconds in (0.05, 0.1, 0.3, 2000.0):
+        durations.record(seconds)
+    stats_now = durations.statistics()
+    assert stats_now.total == pytest.approx(2000.45)
+    assert stats_now.buckets[BUCKETS.index(0.1)] == 2  # a bound is inclusive
+    assert stats_now.buckets[BUCKETS.index(0.5)] == 3
+    assert stats_now.buckets[-1] == 3  # 2000 s is past the last bound: only in +Inf (count)
+    assert stats_now.count == 4
+
+
+class Threaded(SimpleAdapter[HistoryProvider]):
+    def stuck_threads(self) -> int:
+        return 2
+
+
+def test_an_adapter_reporting_stuck_threads_shows_in_the_statistics() -> None:
+    assert isinstance(Threaded(), ReportsStuckThreads)
+    runtime = PlatformRuntime(AgentSettings(agent_id="a", api_key="k" * 40))
+    assert Agent(runtime, Threaded()).statistics().stuck_threads == 2
+    assert Agent(runtime, SimpleAdapter()).statistics().stuck_threads == 0
+
+
+def test_run_help_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = capsys.readouterr().out
+    for status, meaning in (
+        (EXIT_DRAINED, "drained"),
+        (EXIT_CRASHED, "crashed"),
+        (EXIT_BAD_CONFIG, "bad configuration"),
+        (EXIT_SUPERSEDED, "superseded"),
+    ):
+        assert f"  {status}  {meaning}" in text
+
+
+def test_exit_statuses_follow_the_error() -> None:
+    assert exit_status(None) == EXIT_DRAINED
+    assert exit_status(SupersededError(reason="newer", message="m")) == EXIT_SUPERSEDED
+    assert exit_status(AgentAlreadyRunningError("locked")) == EXIT_SUPERSEDED
+    assert exit_status(BandConfigError("bad")) == EXIT_BAD_CONFIG
+    assert exit_status(AuthenticationError(401)) == EXIT_BAD_CONFIG
+    assert exit_status(BandConnectionError("unreachable")) == EXIT_CRASHED
+    assert exit_status(RuntimeError("bug")) == EXIT_CRASHED
