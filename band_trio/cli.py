@@ -481,6 +481,7 @@ def _add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run_run(args: argparse.Namespace) -> int:
+    # Lazy: the agent runtime is loaded only by the command that serves one.
     from band_trio.production import EXIT_BAD_CONFIG, ProductionOptions, run_agent
 
     level = args.run_log_level or args.log_level

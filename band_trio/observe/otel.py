@@ -105,7 +105,7 @@ _by_provider: dict[int, tuple[Any, OtelMetrics]] = {}
 def _configured_provider() -> Any:
     try:
         from opentelemetry import metrics  # lazy: the optional `otel` extra
-        from opentelemetry.metrics import NoOpMeterProvider
+        from opentelemetry.metrics import NoOpMeterProvider  # lazy: as above
     except ImportError:
         return None
     provider = metrics.get_meter_provider()
