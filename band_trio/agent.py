@@ -47,11 +47,19 @@ import trio
 
 from band_trio._logging import get_logger, log_context
 from band_trio._util import one_error
-from band_trio.adapter.protocols import AllRoomsCleanup, FrameworkAdapter, Preprocessor
+from band_trio.adapter.protocols import (
+    AllRoomsCleanup,
+    FrameworkAdapter,
+    Preprocessor,
+    ReportsStuckThreads,
+)
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.adapter.turns import TurnHooks
 from band_trio.errors import BandConfigError, BandError, RateLimitError
+from band_trio.observe.otel import registered as otel_registered
+from band_trio.observe.service import HealthState, serve_health
+from band_trio.runtime.agent_statistics import AgentStatistics
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.contact_events import ContactEventConfig, ContactEventHandler
 from band_trio.runtime.engine import AgentEngine
@@ -61,13 +69,13 @@ from band_trio.runtime.platform_runtime import PlatformRuntime
 from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatistics
 from band_trio.runtime.state_changes import StateChanges
-from band_trio.runtime.turn_durations import TurnDurations, TurnDurationStatistics
+from band_trio.runtime.turn_durations import TurnDurations
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
 from band_trio.tools.unsure_posts import UnsurePostPolicy
-from band_trio.wire.link import BandLink, LinkStatistics
+from band_trio.wire.link import BandLink
 from band_trio.wire.models import AgentMe, ChatParticipant
-from band_trio.wire.rest import RestClient, RestStatistics
+from band_trio.wire.rest import RestClient
 
 __all__ = ["Agent", "AgentStatistics", "open_agent"]
 
@@ -102,69 +110,6 @@ def _prune_adapter_features(adapter: object, unserved: frozenset[Capability]) ->
     features = adapter.features
     if features.capabilities & unserved:
         adapter.apply_effective_features(features.without_capabilities(unserved))
-
-
-@attrs.frozen
-class AgentStatistics:
-    """A snapshot of a running agent's counters.
-
-    Attributes:
-        serving: the agent is connected and serving rooms.
-        rooms: rooms being served.
-        joining: rooms whose join is in progress or being retried.
-        turns: turns started, all rooms.
-        completed: messages completed (marked processed), all rooms.
-        failures: failed turns (adapter raised or timed out).
-        failed_for_good: messages failed after their last attempt.
-        interrupted: turns cancelled by an interrupt.
-        overflows: room events not queued because an inbox was full (recovered
-            from ``/next``).
-        resyncs: ``/next`` reconcile passes.
-        inbox_depth: events waiting in all inboxes now.
-        reconnects: times the WebSocket came back after a drop.
-        events: link events routed.
-        unrouted: room events for rooms the agent does not serve (dropped).
-        rejected: pushes the link rejected as invalid.
-        control_signals: ``agent.control`` signals applied.
-        per_room: each served room's statistics.
-        replies_recovered: messages found already answered on the platform
-            after a reply post with no known outcome (acked, not run again).
-        turn_durations: how long message turns take: percentiles over the
-            most recent turns (a fixed-size window), the count and the
-            longest since the agent started
-            (:class:`~band_trio.runtime.TurnDurationStatistics`).
-        link: the WebSocket link's counters (connects, reconnects, frames,
-            heartbeats...), or None when not serving.
-        rest: the REST client's counters (calls, retries, errors, requests in
-            flight and queued), or None when not serving.
-        gc: the garbage-collector freeze (``AgentConfig.gc_freeze_min_rooms``):
-            whether the agent's rooms are frozen now, the objects frozen in
-            the process, freezes and unfreezes so far
-            (:class:`~band_trio.runtime.GcFreezeStatistics`).
-    """
-
-    serving: bool
-    rooms: int
-    joining: int
-    turns: int
-    completed: int
-    failures: int
-    failed_for_good: int
-    interrupted: int
-    overflows: int
-    resyncs: int
-    inbox_depth: int
-    reconnects: int
-    events: int
-    unrouted: int
-    rejected: int
-    control_signals: int
-    per_room: tuple[RoomStatistics, ...]
-    replies_recovered: int = 0
-    turn_durations: TurnDurationStatistics = attrs.field(factory=TurnDurationStatistics)
-    link: LinkStatistics | None = None
-    rest: RestStatistics | None = None
-    gc: GcFreezeStatistics = attrs.field(factory=GcFreezeStatistics)
 
 
 class _Cause(enum.Enum):
@@ -259,6 +204,10 @@ class Agent:
         self._link: BandLink | None = None
         self._rest: RestClient | None = None
         self._gc_policy: GcFreezePolicy | None = None
+        self._ledger: ClaimsLedger | None = None
+        self._health = HealthState(started_at=0.0)
+        self._health_address: tuple[str, int] | None = None
+        self._draining = False
         self._turn_durations = TurnDurations()
         self._serving = False
         self._shutdown_requested = trio.Event()
@@ -375,6 +324,8 @@ class Agent:
             self._link = None
             self._rest = None
             self._gc_policy = None
+            self._ledger = None
+            self._draining = False
             self._changes.notify()
 
     async def _serve_guarded(self, task_status: trio.TaskStatus[None]) -> None:
@@ -396,8 +347,29 @@ class Agent:
         async with trio.open_nursery() as guard:
             guard.start_soon(watch_outer)
             with body:
-                await self._run(task_status, state, body, outer_cancelled)
+                async with self._observed():
+                    await self._run(task_status, state, body, outer_cancelled)
             guard.cancel_scope.cancel()
+
+    @asynccontextmanager
+    async def _observed(self) -> AsyncIterator[None]:
+        """The health listener (when ``health_port`` is set) and the
+        OpenTelemetry instruments (when a meter provider is) for the block."""
+        cfg = self.runtime.config
+        self._health = HealthState(started_at=trio.current_time())
+        with otel_registered(self.runtime.agent_id, self.statistics):
+            async with trio.open_nursery() as nursery:
+                if cfg.health_port is not None:
+                    host, port = self._health_address = await nursery.start(
+                        serve_health, cfg, self.statistics, self._health
+                    )
+                    logger.info("health listener on http://%s:%d", host, port)
+                    self._changes.notify()
+                try:
+                    yield
+                finally:
+                    self._health_address = None
+                    nursery.cancel_scope.cancel()
 
     async def _run(
         self,
@@ -411,6 +383,7 @@ class Agent:
         # Taken before any adapter hook or network I/O: a second process (or
         # agent object) on the same state directory is refused here.
         ledger = ClaimsLedger.for_config(cfg, runtime.agent_id, exclusive=True)
+        self._ledger = ledger
         try:
             async with runtime.open_rest() as rest:
                 me = await self._fetch_me(rest)
@@ -483,7 +456,7 @@ class Agent:
                             )
                             await self._subscribe_contacts(link, agent_id)
                             engine.start_contacts(contacts)
-                        state.started = True
+                        state.started = self._health.started = True
                         logger.info(
                             "agent %s (%s) serving %d room(s)",
                             me.name,
@@ -525,6 +498,8 @@ class Agent:
         """
         cfg = self.runtime.config
         now = trio.current_time()
+        self._draining = True
+        self._changes.notify()
 
         def force() -> None:
             engine.force()
@@ -536,7 +511,7 @@ class Agent:
 
         # The hard bound of a graceful shutdown: the drain, the rooms' cleanups
         # (concurrent), then the adapter's cleanup_all.
-        body.deadline = now + cfg.shutdown_timeout + 2 * cfg.cleanup_timeout + 2
+        body.deadline = now + cfg.graceful_shutdown_bound
         if cause is _Cause.CANCELLED:
             force()
             return await engine.shutdown(now)
@@ -701,6 +676,7 @@ class Agent:
                 rejected=0,
                 control_signals=0,
                 per_room=(),
+                stuck_threads=self._stuck_threads(),
             )
         es = engine.statistics()
         rooms = es.rooms
@@ -729,13 +705,27 @@ class Agent:
             gc=self._gc_policy.statistics()
             if self._gc_policy is not None
             else GcFreezeStatistics(),
+            ledger=self._ledger.statistics() if self._ledger is not None else None,
+            stuck_threads=self._stuck_threads(),
+            draining=self._draining,
         )
+
+    def _stuck_threads(self) -> int:
+        adapter = self.adapter
+        return adapter.stuck_threads() if isinstance(adapter, ReportsStuckThreads) else 0
 
     def room_statistics(self, room_id: str) -> RoomStatistics | None:
         """One served room's statistics, or None when the agent does not serve it."""
         engine = self._engine
         room = engine.serving_rooms().get(room_id) if engine is not None else None
         return room.statistics() if room is not None else None
+
+    @property
+    def health_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the health, readiness and metrics listener while
+        it serves (``AgentConfig.health_port``; the port chosen when it is 0),
+        else None. See :mod:`band_trio.observe`."""
+        return self._health_address
 
     @property
     def room_ids(self) -> frozenset[str]:

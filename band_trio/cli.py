@@ -410,6 +410,101 @@ def _run_trio(command: str, fn: Callable[..., Awaitable[int]], *args: object) ->
         return 1
 
 
+RUN_EPILOG = """\
+exit status:
+  0  drained: a graceful shutdown (SIGTERM or SIGINT) finished
+  1  crashed: an unexpected error (see the log)
+  2  bad configuration: the target does not load, a setting is missing or
+     invalid, the key is refused, the health port cannot be bound
+  3  superseded: another instance of this agent identity took over
+
+environment:
+  BAND_AGENT_ID, BAND_API_KEY, BAND_REST_URL, BAND_WS_URL  the identity
+  BAND_<FIELD>          any AgentConfig field (BAND_STATE_DIR, BAND_SHUTDOWN_TIMEOUT...)
+  BAND_HEALTH_PORT      serve /livez, /readyz and /metrics on this port
+  BAND_HEALTH_HOST      the listener's interface (default 127.0.0.1)
+  BAND_LOG_LEVEL        default INFO
+  BAND_LOG_FORMAT       text or json (default: json when stdout is not a terminal)
+"""
+
+
+def _add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="serve an agent in production (settings from BAND_* variables)",
+        description=(
+            "Serve TARGET's agent until SIGTERM or SIGINT (the first drains the running "
+            "turns, a second cancels them). TARGET is path/to/file.py[:name] or "
+            "package.module[:name], as for band-trio dev; the agent's identity and "
+            "settings come from the BAND_* variables."
+        ),
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("target", metavar="TARGET", help="the agent to serve")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="load the target and the settings, call GET /agent/me once, print what "
+        "was found (never the key) and exit",
+    )
+    parser.add_argument("--json", action="store_true", help="with --check, print one JSON object")
+    parser.add_argument(
+        "--health-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve GET /livez, /readyz and /metrics on PORT (default: $BAND_HEALTH_PORT, "
+        "else off)",
+    )
+    parser.add_argument(
+        "--health-host",
+        default=None,
+        metavar="HOST",
+        help="the listener's interface (default: $BAND_HEALTH_HOST, else 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--log-level",
+        dest="run_log_level",
+        metavar="LEVEL",
+        default=None,
+        help=f"default: ${ENV_LOG_LEVEL}, else INFO",
+    )
+    parser.add_argument(
+        "--log-format",
+        dest="run_log_format",
+        choices=("text", "json"),
+        default=None,
+        help=f"default: ${ENV_LOG_FORMAT}, else json when stdout is not a terminal",
+    )
+    parser.set_defaults(handler=_run_run)
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    # Lazy: the agent runtime is loaded only by the command that serves one.
+    from band_trio.production import EXIT_BAD_CONFIG, ProductionOptions, run_agent
+
+    level = args.run_log_level or args.log_level
+    if level is None and not os.environ.get(ENV_LOG_LEVEL, "").strip():
+        level = "INFO"
+    log_format = args.run_log_format or args.log_format
+    if log_format is None and not os.environ.get(ENV_LOG_FORMAT, "").strip():
+        log_format = "text" if sys.stdout.isatty() else "json"
+    try:
+        configure_logging(level, log_format)
+    except BandConfigError as exc:
+        print(f"band-trio run: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    options = ProductionOptions(
+        target=args.target,
+        check=args.check,
+        health_port=args.health_port,
+        health_host=args.health_host,
+        as_json=args.json,
+    )
+    return run_agent(options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -434,6 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_demo(subparsers)
     _add_dev(subparsers)
     _add_chat(subparsers)
+    _add_run(subparsers)
     return parser
 
 

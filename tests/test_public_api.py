@@ -105,7 +105,7 @@ ADAPTER = {
     "AgentFailure", "AgentInput", "AgentToolsProtocol", "AllRoomsCleanup", "Capability",
     "CustomToolSet", "Emit", "FailureReporter", "FrameworkAdapter", "HistoryConverter",
     "HistoryItem", "HistoryProvider", "HistoryRole", "InterruptHandler",
-    "NamedHistoryConverter", "PlatformMessage", "Preprocessor", "Roster", "SchemaFormat",
+    "NamedHistoryConverter", "PlatformMessage", "Preprocessor", "ReportsStuckThreads", "Roster", "SchemaFormat",
     "SimpleAdapter", "ToolCategory", "ToolEffect", "ToolErrorKind", "ToolResult", "ToolSpec",
     "TurnContext", "TurnHooks", "TurnJudging", "Usage", "emit_usage",
     "available_handles", "image_blocks_placeholder", "resolve_mention", "is_usage_event", "is_visible", "post_tool_call",
@@ -236,3 +236,17 @@ def test_conformance_kit_names_are_pinned() -> None:
     for invariant in kit.DEFAULT_INVARIANTS:
         assert invariant.name
         assert invariant.description
+
+
+def test_the_observe_surface_is_pinned_and_documented() -> None:
+    import band_trio.observe as observe
+
+    assert set(observe.__all__) == {
+        "INSTRUMENTS", "LIVEZ_PATH", "METRICS_PATH", "READYZ_PATH", "TURN_DURATION",
+        "HealthState", "Instrument", "ProbeResult", "liveness", "metrics_renderer",
+        "readiness", "serve_health",
+    }  # fmt: skip
+    for name in observe.__all__:
+        obj = getattr(observe, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert inspect.getdoc(obj), f"band_trio.observe.{name} has no docstring"

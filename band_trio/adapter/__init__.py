@@ -6,7 +6,7 @@ both the tools and the runtime build on.
 * Turns: :class:`AgentInput`, :class:`TurnContext`, :class:`TurnHooks`.
 * Protocols: :class:`FrameworkAdapter`, :class:`Preprocessor`, the optional
   hooks (:class:`InterruptHandler`, :class:`AllRoomsCleanup`,
-  :class:`TurnJudging`) and :class:`AgentToolsProtocol`, every tool an adapter
+  :class:`TurnJudging`, :class:`ReportsStuckThreads`) and :class:`AgentToolsProtocol`, every tool an adapter
   may call. :class:`SimpleAdapter` implements the adapter side with defaults.
 * Tool families and effects: :class:`Capability`, :class:`ToolCategory`,
   :class:`ToolEffect`; results: :class:`ToolResult`.
@@ -78,6 +78,7 @@ from band_trio.adapter.protocols import (
     FrameworkAdapter,
     InterruptHandler,
     Preprocessor,
+    ReportsStuckThreads,
     TurnJudging,
 )
 from band_trio.adapter.roster import Roster, available_handles, resolve_mention
@@ -151,6 +152,7 @@ __all__ = [
     "PlatformMessage",
     "Preprocessor",
     "PromptSettings",
+    "ReportsStuckThreads",
     "Roster",
     "SchemaFormat",
     "SimpleAdapter",

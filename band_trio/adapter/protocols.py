@@ -2,7 +2,8 @@
 event into an adapter input, and the :class:`FrameworkAdapter` that handles it.
 
 Optional adapter hooks are declared here as protocols of their own
-(:class:`InterruptHandler`, :class:`AllRoomsCleanup`, :class:`TurnJudging`);
+(:class:`InterruptHandler`, :class:`AllRoomsCleanup`, :class:`TurnJudging`,
+:class:`ReportsStuckThreads`);
 :class:`~band_trio.adapter.SimpleAdapter` implements each with a default.
 """
 
@@ -17,6 +18,7 @@ __all__ = [
     "FrameworkAdapter",
     "InterruptHandler",
     "Preprocessor",
+    "ReportsStuckThreads",
     "TurnJudging",
 ]
 
@@ -67,6 +69,24 @@ class InterruptHandler(Protocol):
 
         Called once per room the signal reached, concurrently with other
         rooms' calls, cancelled after a short bound; errors are logged.
+        """
+        ...
+
+
+@runtime_checkable
+class ReportsStuckThreads(Protocol):
+    """An adapter that runs work in threads it may fail to stop (an asyncio
+    loop's thread, a synchronous framework's workers).
+
+    The agent reads it into ``AgentStatistics.stuck_threads`` and the
+    ``band_trio_adapter_stuck_threads`` metric, so an operator sees a thread
+    that outlived its work.
+    """
+
+    def stuck_threads(self) -> int:
+        """Threads the adapter started that did not stop when asked, now.
+
+        Synchronous and cheap: it is read at every ``statistics()`` call.
         """
         ...
 

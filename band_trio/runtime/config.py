@@ -24,6 +24,8 @@ import attrs
 from band_trio.errors import BandConfigError
 
 __all__ = [
+    "DEFAULT_HEALTH_HOST",
+    "DEFAULT_HEALTH_LINK_DOWN_LIMIT",
     "DEFAULT_MAX_WORKING_STATE",
     "DEFAULT_REST_URL",
     "DEFAULT_TURN_TIMEOUT",
@@ -65,6 +67,13 @@ DEFAULT_MAX_WORKING_STATE: Final = 900.0
 state stop after 15 minutes, the default turn timeout, so a turn that outlives
 its deadline (or a deployment with no turn timeout) never shows "working" for
 ever."""
+
+DEFAULT_HEALTH_HOST: Final = "127.0.0.1"
+"""The default ``AgentConfig.health_host``: loopback only."""
+
+DEFAULT_HEALTH_LINK_DOWN_LIMIT: Final = 300.0
+"""The default ``AgentConfig.health_link_down_limit``: five minutes without a
+WebSocket (the reconnect backoff tops out well below it) fails ``/livez``."""
 
 IN_MEMORY: Final = ":memory:"
 """``AgentConfig(state_dir=IN_MEMORY)`` keeps the claims ledger in memory only."""
@@ -150,6 +159,20 @@ ConflictPolicy = Literal["supersede", "reject"]
 def _v_policy(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if value not in ("supersede", "reject"):
         raise BandConfigError(f"{attribute.name} must be 'supersede' or 'reject', got {value!r}")
+
+
+def _v_optional_port(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise BandConfigError(
+            f"{attribute.name} must be a TCP port (0..65535) or None, got {value!r}"
+        )
+
+
+def _v_host(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise BandConfigError(f"{attribute.name} must be a host name or address, got {value!r}")
 
 
 def _to_delays(value: Any) -> tuple[float, ...]:
@@ -278,6 +301,17 @@ class AgentConfig:
         conflict_policy: ``"supersede"`` (default: a new connection evicts an
             older one) or ``"reject"`` (ask the platform to refuse ours if
             another connection exists; first connect only).
+        health_port: serve ``GET /livez``, ``/readyz`` and ``/metrics`` on this
+            TCP port while the agent runs (0: a free port, see
+            :attr:`Agent.health_address <band_trio.Agent.health_address>`);
+            None (default) serves nothing. See :mod:`band_trio.observe`.
+        health_host: the interface of that listener: loopback unless told
+            otherwise (``0.0.0.0`` in a container whose probes come from
+            outside it).
+        health_link_down_limit: ``/livez`` fails once the WebSocket has been
+            down (or not yet up, from the start) for longer than this; the
+            reconnect policy keeps trying meanwhile, so this is what tells an
+            orchestrator that a restart may help.
     """
 
     max_attempts: int = attrs.field(default=3, validator=_v_count(1))
@@ -327,6 +361,11 @@ class AgentConfig:
         default=(1.0, 2.0, 4.0, 8.0, 16.0), converter=_to_delays
     )
     conflict_policy: ConflictPolicy = attrs.field(default="supersede", validator=_v_policy)
+    health_port: int | None = attrs.field(default=None, validator=_v_optional_port)
+    health_host: str = attrs.field(default=DEFAULT_HEALTH_HOST, validator=_v_host)
+    health_link_down_limit: float = attrs.field(
+        default=DEFAULT_HEALTH_LINK_DOWN_LIMIT, validator=_v_positive
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.history_page_size > 100:
@@ -399,6 +438,14 @@ class AgentConfig:
         return self.stopped_resync_interval
 
     @property
+    def graceful_shutdown_bound(self) -> float:
+        """The longest a graceful shutdown takes, in seconds: the drain
+        (``shutdown_timeout``), the rooms' cleanups (concurrent), the adapter's
+        ``cleanup_all``, and a second for each step's bookkeeping. Give a
+        process manager a stop timeout above it (52 s with the defaults)."""
+        return self.shutdown_timeout + 2 * self.cleanup_timeout + 2
+
+    @property
     def in_memory(self) -> bool:
         """True when the claims ledger is kept in memory only."""
         return self.state_dir is None
@@ -446,8 +493,10 @@ _INT_FIELDS: Final = frozenset(
         "failed_cache_size",
         "released_cache_size",
         "control_dedupe_size",
+        "health_port",
     }
 )
+_OPTIONAL_INT_FIELDS: Final = frozenset({"health_port"})
 _OPTIONAL_FLOAT_FIELDS: Final = frozenset(
     {"turn_timeout", "stopped_resync_interval", "max_working_state"}
 )
@@ -466,6 +515,8 @@ _FALSE: Final = frozenset({"0", "false", "no", "off"})
 def _parse_env_value(name: str, raw: str) -> Any:
     """Parse one ``BAND_<FIELD>`` value; ValueError says what is wrong."""
     text = raw.strip()
+    if name in _OPTIONAL_INT_FIELDS and text.lower() == "none":
+        return None
     if name in _INT_FIELDS:
         try:
             return int(text)
@@ -482,7 +533,7 @@ def _parse_env_value(name: str, raw: str) -> Any:
             return tuple(float(part) for part in text.split(",") if part.strip())
         except ValueError:
             raise ValueError(f"expected comma-separated seconds, got {raw!r}") from None
-    if name == "state_dir":
+    if name in ("state_dir", "health_host"):
         return text
     if name == "conflict_policy":
         return text.lower()

@@ -412,6 +412,12 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
             bridge=self.bridge.statistics(),
         )
 
+    def stuck_threads(self) -> int:
+        """The bridge's worker threads that did not stop when it closed
+        (:class:`band_trio.adapter.ReportsStuckThreads`: the agent's metrics
+        show them)."""
+        return self.bridge.statistics().stuck_threads
+
     # ------------------------------------------------------------------ one turn
 
     async def on_message(

@@ -144,6 +144,7 @@ class BandLink:
         )
         self._serving = False
         self._ws: trio_websocket.WebSocketConnection | None = None
+        self._disconnected_since: float | None = None
         self._session_nursery: trio.Nursery | None = None
         self._out: trio.MemorySendChannel[LinkEvent] | None = None
         self._events: trio.MemorySendChannel[LinkEvent] | None = None
@@ -209,6 +210,7 @@ class BandLink:
             reconnects=self._reconnects,
             connect_failures=self._connect_failures,
             malformed_closes=self._malformed_closes,
+            disconnected_since=self._disconnected_since,
         )
 
     # ------------------------------------------------------------------ serve
@@ -424,6 +426,7 @@ class BandLink:
         now = trio.current_time()
         rejoin = self._proto.reset_connection(now)
         self._ws = ws
+        self._disconnected_since = None
         self._forced = None
         with one_error():
             async with trio.open_nursery() as nursery:
@@ -499,6 +502,7 @@ class BandLink:
 
     def _end_session(self) -> None:
         self._ws = None
+        self._disconnected_since = trio.current_time()
         self._session_nursery = None
         self._proto.connection_lost()
         for waiters in (self._join_waiters, self._leave_waiters):

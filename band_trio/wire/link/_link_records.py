@@ -66,7 +66,9 @@ class LinkStatistics:
 
     ``malformed_frames`` counts frames skipped because they were not Phoenix v2
     frames; ``malformed_closes`` the sockets closed because too many arrived
-    within ``LinkConfig.malformed_frame_window``.
+    within ``LinkConfig.malformed_frame_window``. ``disconnected_since`` is
+    the Trio clock time the last socket was lost (None while connected and
+    before the first connect).
     """
 
     connected: bool
@@ -85,3 +87,4 @@ class LinkStatistics:
     reconnects: int
     connect_failures: int
     malformed_closes: int = 0
+    disconnected_since: float | None = None

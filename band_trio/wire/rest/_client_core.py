@@ -51,6 +51,7 @@ from band_trio.wire._key_guard import refuse_plaintext_key
 from band_trio.wire._pool import PooledTransport
 from band_trio.wire._tls import check_tls_verify, client_tls_context
 from band_trio.wire.models import CursorPage, Page, PageMeta
+from band_trio.wire.rest._routes import API_PREFIX, RouteCounts
 from band_trio.wire.retry import (
     RetryPolicy,
     server_requested_delay,
@@ -74,7 +75,6 @@ _httpx_logger = logging.getLogger("httpx")
 
 T = TypeVar("T")
 
-API_PREFIX: Final = "/api/v1/agent"
 MAX_PAGES: Final = 50
 """Offset-paginated listings stop after this many pages (the official SDK's cap)."""
 MAX_POOL: Final = 64
@@ -158,6 +158,9 @@ class RestStatistics:
         errors: calls that ended in an exception.
         in_flight: requests on the wire now (at most ``max_connections``).
         queued: requests waiting for a free connection now.
+        calls_by_route: ``(route class, outcome, calls)`` for every pair seen
+            (route classes and outcomes as in ``band_trio.wire.rest._routes``:
+            no ids, so a handful of pairs).
     """
 
     calls: int
@@ -166,6 +169,7 @@ class RestStatistics:
     errors: int
     in_flight: int = 0
     queued: int = 0
+    calls_by_route: tuple[tuple[str, str, int], ...] = ()
 
 
 def encode_query(params: Mapping[str, Any]) -> dict[str, str]:
@@ -264,6 +268,7 @@ class RestClientCore:
         self._attempts = 0
         self._retries = 0
         self._errors = 0
+        self._routes = RouteCounts()
         # At most max_connections requests enter httpx at once; the rest wait
         # here, in FIFO order (a Trio queue costs nothing while it waits).
         # Waiting here is not part of an attempt: the attempt timeout starts
@@ -333,6 +338,7 @@ class RestClientCore:
             self._errors,
             in_flight=slots.borrowed_tokens,
             queued=slots.tasks_waiting,
+            calls_by_route=self._routes.snapshot(),
         )
 
     async def aclose(self) -> None:
@@ -396,9 +402,11 @@ class RestClientCore:
                     attempt_timeout=attempt_timeout,
                     retry=retry,
                 )
-            except Exception:
+            except Exception as exc:
                 self._errors += 1
+                self._routes.count(path, exc)
                 raise
+            self._routes.count(path, None)
             if current is not None:
                 current.set_attribute("http.response.status_code", response.status_code)
             return response
