@@ -19,6 +19,7 @@ from pathlib import Path
 import trio
 
 from band_trio._logging import ENV_LOG_FORMAT, ENV_LOG_LEVEL, configure_logging
+from band_trio._terminal import terminal_safe
 from band_trio._version import __version__
 from band_trio.errors import BandConfigError, BandError, MissingExtraError
 
@@ -400,13 +401,14 @@ def _run_trio(command: str, fn: Callable[..., Awaitable[int]], *args: object) ->
     except KeyboardInterrupt:  # Ctrl+C before the signal handler was installed
         return 0
     except (OSError, BandError) as exc:
-        print(f"band-trio {command}: {exc}", file=sys.stderr)
+        # The text may carry what a remote platform answered.
+        print(terminal_safe(f"band-trio {command}: {exc}"), file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:
         errors, others = group.split((OSError, BandError))
         if errors is None or others is not None:
             raise
-        print(f"band-trio {command}: {_first_leaf(errors)}", file=sys.stderr)
+        print(terminal_safe(f"band-trio {command}: {_first_leaf(errors)}"), file=sys.stderr)
         return 1
 
 
