@@ -211,7 +211,7 @@ class Route:
 
 def route(method: str, path: str, auth: Auth, handler: Handler, *, upload: bool = False) -> Route:
     """A :class:`Route` for ``path``, where ``{x}`` matches one segment."""
-    pattern = re.compile("^" + re.sub(r"\{[a-z_]+\}", "([^/]+)", path) + "/?$")
+    pattern = re.compile("^" + re.sub(r"\{[a-z_]+\}", "([^/]+)", path) + r"/?\Z")
     return Route(method, pattern, handler, auth, upload)
 
 

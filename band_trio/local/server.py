@@ -349,7 +349,8 @@ class LocalPlatform:
         """Create a user and return its credentials.
 
         Raises:
-            ValueError: the handle is malformed or already taken.
+            ValueError: the handle is malformed or already taken, or the name
+                holds a control or bidi character.
         """
         creds = self._accounts.create_user(name, handle, organization=organization)
         self._save()
@@ -377,6 +378,7 @@ class LocalPlatform:
 
         Raises:
             KeyError: ``owner`` is not a user of this platform.
+            ValueError: ``name`` holds a control or bidi character.
         """
         owner_id = owner.id if isinstance(owner, UserCredentials) else (owner or self.user.id)
         creds = self._accounts.register_agent(

@@ -28,7 +28,7 @@ from band_trio.local.asgi import BODY_IDLE_TIMEOUT, json_bytes, route
 from band_trio.local.connections import H2_PREFACE
 from band_trio.local.refusal import fail
 from band_trio.local.server import WEBSOCKET_MAX_MESSAGE
-from tests.local.helpers import IO_DEADLINE, assert_error
+from tests.local.helpers import IO_DEADLINE, assert_error, user_http
 
 BIG_BODY = 100_000
 
@@ -381,3 +381,51 @@ async def test_a_refusal_of_the_platform_is_json_without_a_500(
             assert_error(response, response.status_code)
     assert fail(408, "x").code == "request_timeout"
     await _still_answers(band_platform)
+
+
+# ---------------------------------------------------------------- terminal text
+
+TERMINAL_CONTROLS = ["\x1b]52;c;aGk=\x07", "ok\r\x1b[K", "\x9b2J", "a\u202eb", "tab\there"]
+
+
+@pytest.mark.parametrize("control", TERMINAL_CONTROLS)
+async def test_titles_and_names_refuse_control_and_bidi_characters(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient, room: str, control: str
+) -> None:
+    before = json.dumps(band_platform.state.snapshot(), default=str)
+    async with user_http(band_platform) as user:
+        with trio.fail_after(IO_DEADLINE):
+            answers = [
+                (
+                    await user.post("/chats", json={"chat": {"title": f"t {control}"}}),
+                    "/chat/title",
+                ),
+                (
+                    await user.post("/agents/register", json={"agent": {"name": f"n {control}"}}),
+                    "/agent/name",
+                ),
+                (
+                    await user.put("/profile", json={"user": {"first_name": f"f {control}"}}),
+                    "/user/first_name",
+                ),
+                (
+                    await agent.patch(f"/chats/{room}", json={"chat": {"title": f"t {control}"}}),
+                    "/chat/title",
+                ),
+            ]
+    for response, pointer in answers:
+        assert pointer in assert_error(response, 422, "validation_error")["details"]
+    assert json.dumps(band_platform.state.snapshot(), default=str) == before
+    with pytest.raises(ValueError, match="control characters"):
+        band_platform.register_agent(f"n {control}", "")
+    with pytest.raises(ValueError, match="control characters"):
+        band_platform.create_user(f"n {control}", "someone")
+    await _still_answers(band_platform)
+
+
+@pytest.mark.parametrize("handle", ["alice\n", "alice\r\n", "ali\nce", "alice/x"])
+def test_a_handle_is_matched_whole(handle: str) -> None:
+    platform = LocalPlatform()
+    with pytest.raises(ValueError, match="invalid user handle"):
+        platform.create_user("Alice", handle)
+    assert platform.state.by_handle("alice") is None
