@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator
 
 import h2.config
@@ -25,7 +26,12 @@ from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessa
 
 from band_trio.local import AgentCredentials, LocalPlatform, open_local_platform
 from band_trio.local.asgi import BODY_IDLE_TIMEOUT, json_bytes, route
-from band_trio.local.connections import H2_PREFACE
+from band_trio.local.connections import (
+    H2_PREFACE,
+    HEADER_TIMEOUT,
+    default_max_connections,
+    raise_file_limit,
+)
 from band_trio.local.refusal import fail
 from band_trio.local.server import WEBSOCKET_MAX_MESSAGE
 from tests.local.helpers import IO_DEADLINE, assert_error, user_http
@@ -68,6 +74,21 @@ async def _response_head(stream: trio.SocketStream, deadline: float = IO_DEADLIN
                 break
             data += chunk
     return data
+
+
+async def _whole_response(stream: trio.SocketStream) -> bytes:
+    """One response with a ``content-length``, nothing after it."""
+    data = await _response_head(stream)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    with trio.fail_after(IO_DEADLINE):
+        while len(body) < length:
+            body += await stream.receive_some(length - len(body))
+    return head + b"\r\n\r\n" + body
 
 
 # ---------------------------------------------------------------- HTTP/2
@@ -134,6 +155,34 @@ async def test_http2_after_an_h2c_upgrade_costs_one_connection(
     await _still_answers(band_platform)
 
 
+async def test_an_h2c_upgrade_is_answered_in_http1_without_a_warning(
+    band_platform: LocalPlatform, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = band_platform.agents[0].api_key.encode()
+    heads = []
+    with caplog.at_level(logging.WARNING, logger="band_trio.local"):
+        for first in (True, False):  # the first request of a connection, or a later one
+            stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+            request = (
+                b"GET /api/v1/agent/me HTTP/1.1\r\nhost: localhost\r\nx-api-key: " + key + b"\r\n"
+            )
+            upgrade = b"connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
+            upgrade += b"http2-settings: AAMAAABkAAQAAP__\r\n\r\n"
+            with trio.fail_after(IO_DEADLINE):
+                if not first:
+                    await stream.send_all(request + b"\r\n")
+                    await _whole_response(stream)
+                await stream.send_all(request + upgrade)
+                heads.append(await _response_head(stream))
+            await stream.aclose()
+    for head in heads:
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert b"h2c" not in head.lower()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert band_platform.connection_statistics().failed == 0
+    await _still_answers(band_platform)
+
+
 # ---------------------------------------------------------------- bodies
 
 
@@ -178,15 +227,16 @@ async def test_a_stalled_body_answers_408(
 async def test_stalled_headers_are_dropped(
     band_platform: LocalPlatform, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """Half a request line and nothing more: the connection is closed after the
-    keep-alive timeout, it does not stay open for as long as the client likes."""
+    """Half a request line and nothing more: the connection is closed once the
+    header deadline passes, it does not stay open for as long as the client likes."""
     stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
     await stream.send_all(b"GET /api/v1/agent/me HTTP/1.1\r\nhost: local")
     started = trio.current_time()
     answer = await _receive_until_closed(stream, 120)
     await stream.aclose()
     assert b"200" not in answer
-    assert trio.current_time() - started <= 60
+    assert trio.current_time() - started <= HEADER_TIMEOUT + 1
+    assert band_platform.connection_statistics().cut_slow == 1
     await _still_answers(band_platform)
 
 
@@ -344,13 +394,40 @@ async def small_platform() -> AsyncIterator[LocalPlatform]:
         yield platform
 
 
-async def test_connections_per_client_are_bounded(small_platform: LocalPlatform) -> None:
+KEYLESS_REQUEST = b"GET /api/v1/agent/me HTTP/1.1\r\nhost: localhost\r\n\r\n"
+
+
+async def _keyless_keep_alive(port: int, local_address: str | None = None) -> trio.SocketStream:
+    """A connection that made one request without a key (answered 401) and stays open."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=local_address)
+    await stream.send_all(KEYLESS_REQUEST)
+    assert (await _response_head(stream)).startswith(b"HTTP/1.1 401")
+    return stream
+
+
+async def _keyed_keep_alive(
+    port: int, creds: AgentCredentials, local_address: str | None = None
+) -> trio.SocketStream:
+    """A connection that made one request with an agent key and stays open."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=local_address)
+    await stream.send_all(
+        b"GET /api/v1/agent/me HTTP/1.1\r\nhost: localhost\r\nx-api-key: "
+        + creds.api_key.encode()
+        + b"\r\n\r\n"
+    )
+    assert (await _response_head(stream)).startswith(b"HTTP/1.1 200")
+    return stream
+
+
+async def test_keyless_connections_per_address_are_bounded(small_platform: LocalPlatform) -> None:
     port = _port(small_platform)
-    held = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(3)]
+    with trio.fail_after(IO_DEADLINE):
+        held = [await _keyless_keep_alive(port) for _ in range(3)]
     try:
         with trio.fail_after(IO_DEADLINE):
             await small_platform.wait_for(lambda: small_platform.connection_statistics().open == 3)
             extra = await trio.open_tcp_stream("127.0.0.1", port)
+            await extra.send_all(KEYLESS_REQUEST)
             answer = await _receive_until_closed(extra)
             await extra.aclose()
         assert answer.startswith(b"HTTP/1.1 429")
@@ -362,6 +439,112 @@ async def test_connections_per_client_are_bounded(small_platform: LocalPlatform)
     with trio.fail_after(IO_DEADLINE):
         await small_platform.wait_for(lambda: not small_platform.connection_statistics().open)
     await _still_answers(small_platform)
+
+
+async def test_a_keyed_client_is_served_while_keyless_sockets_fill_the_bound(
+    small_platform: LocalPlatform,
+) -> None:
+    """Keyless sockets of the same address, done or still sending headers,
+    never lock out a client with a key: its connections count against its key."""
+    port = _port(small_platform)
+    held: list[trio.SocketStream] = []
+    try:
+        with trio.fail_after(IO_DEADLINE):
+            held += [await _keyless_keep_alive(port) for _ in range(3)]
+            for _ in range(3):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                await stream.send_all(b"GET /api/v1/agent/me HTTP/1.1\r\nhost: loc")
+                held.append(stream)
+            await small_platform.wait_for(lambda: small_platform.connection_statistics().open == 6)
+        for _ in range(3):  # several new connections in a row, each served
+            await _still_answers(small_platform)
+        assert small_platform.connection_statistics().cut_for_room >= 1
+    finally:
+        for stream in held:
+            await stream.aclose()
+
+
+async def test_a_connection_closed_before_its_request_frees_its_slot_at_once(
+    small_platform: LocalPlatform,
+) -> None:
+    port = _port(small_platform)
+    with trio.fail_after(IO_DEADLINE):
+        for _ in range(6):
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(b"G")
+            await stream.aclose()
+        await small_platform.wait_for(lambda: not small_platform.connection_statistics().open)
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(KEYLESS_REQUEST)
+        answer = await _response_head(stream)
+        await stream.aclose()
+    assert answer.startswith(b"HTTP/1.1 401")
+    assert small_platform.connection_statistics().refused_busy == 0
+
+
+@pytest.fixture
+async def capped_platform() -> AsyncIterator[LocalPlatform]:
+    async with open_local_platform(max_connections=4) as platform:
+        yield platform
+
+
+async def test_connections_past_the_global_cap_are_refused_with_503_logged_once(
+    capped_platform: LocalPlatform, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Other loopback addresses do not share 127.0.0.1's bound, but all of
+    them together stay under the cap: past it, 503 (never a hang), one log line."""
+    platform = capped_platform
+    port = _port(platform)
+    demo = platform.agents[0]
+    held: list[trio.SocketStream] = []
+    answers = []
+    try:
+        with caplog.at_level(logging.WARNING, logger="band_trio.local"):
+            with trio.fail_after(IO_DEADLINE):
+                # keyless connections may take half of the cap
+                held.append(await _keyless_keep_alive(port, "127.0.0.2"))
+                held.append(await _keyless_keep_alive(port, "127.0.0.3"))
+                for _ in range(3):
+                    extra = await trio.open_tcp_stream("127.0.0.1", port, local_address="127.0.0.3")
+                    await extra.send_all(KEYLESS_REQUEST)
+                    answers.append(await _receive_until_closed(extra))
+                    await extra.aclose()
+                held.append(await _keyed_keep_alive(port, demo, "127.0.0.2"))
+                held.append(await _keyed_keep_alive(port, demo, "127.0.0.3"))
+                await platform.wait_for(lambda: platform.connection_statistics().open == 4)
+                for _ in range(3):
+                    extra = await trio.open_tcp_stream("127.0.0.1", port)
+                    answers.append(await _receive_until_closed(extra))
+                    await extra.aclose()
+    finally:
+        for stream in held:
+            await stream.aclose()
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 503"), answer
+        assert b"too_many_connections" in answer
+    assert platform.connection_statistics().refused_full == 6
+    full = [r for r in caplog.records if "connections, its maximum" in r.getMessage()]
+    assert len(full) == 1
+    with trio.fail_after(IO_DEADLINE):
+        await platform.wait_for(lambda: not platform.connection_statistics().open)
+    await _still_answers(platform)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no RLIMIT_NOFILE on Windows")
+def test_the_soft_file_limit_is_raised_where_allowed() -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lower = min(soft, 256)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lower, hard))
+    try:
+        wanted = lower + 64 if hard == resource.RLIM_INFINITY else min(lower + 64, hard)
+        assert raise_file_limit(wanted) == wanted
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == wanted
+        assert raise_file_limit(lower) == wanted  # never lowered
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert default_max_connections(1024) == 768
 
 
 async def test_a_refusal_of_the_platform_is_json_without_a_500(
