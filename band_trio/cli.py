@@ -175,7 +175,8 @@ def _env_file_paths(pattern: str, slugs: Sequence[str]) -> list[str]:
     """Where ``--env-file`` puts each agent's settings.
 
     Raises:
-        BandConfigError: several agents and no ``{agent}`` in ``pattern``.
+        BandConfigError: several agents and no ``{agent}`` in ``pattern``, or
+            two agents (of different owners) whose files would be the same.
     """
     if ENV_FILE_AGENT not in pattern:
         if len(slugs) > 1:
@@ -184,7 +185,15 @@ def _env_file_paths(pattern: str, slugs: Sequence[str]) -> list[str]:
                 f"(one file per agent), e.g. --env-file {ENV_FILE_AGENT}.env"
             )
         return [pattern] * len(slugs)
-    return [pattern.replace(ENV_FILE_AGENT, slug) for slug in slugs]
+    paths = [pattern.replace(ENV_FILE_AGENT, slug) for slug in slugs]
+    twice = sorted({path for path in paths if paths.count(path) > 1})
+    if twice:
+        # One file would end up holding another owner's agent key.
+        raise BandConfigError(
+            f"--env-file would write several agents to {', '.join(twice)} (agents of "
+            "different owners with the same name): choose the agents with --agent NAME"
+        )
+    return paths
 
 
 def _slug(handle: str) -> str:
