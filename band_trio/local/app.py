@@ -103,6 +103,9 @@ class BandApp:
             log.exception("local platform: unhandled error on %r %r", method, path)
             response = error_response(fail(500, "internal server error"), request_id)
         out_headers = [(b"x-request-id", request_id.encode())]
+        if not any(name == "x-content-type-options" for name, _ in response.headers):
+            # A browser must never read a JSON answer as a page or a script.
+            out_headers.append((b"x-content-type-options", b"nosniff"))
         if response.content_type is not None:
             out_headers.append((b"content-type", response.content_type.encode()))
         out_headers.append((b"content-length", str(len(response.body)).encode()))

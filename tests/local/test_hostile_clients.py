@@ -612,3 +612,47 @@ def test_a_handle_is_matched_whole(handle: str) -> None:
     with pytest.raises(ValueError, match="invalid user handle"):
         platform.create_user("Alice", handle)
     assert platform.state.by_handle("alice") is None
+
+
+# ---------------------------------------------------------------- browsers
+
+
+async def _upgrade_answer(platform: LocalPlatform, creds: AgentCredentials, origin: str) -> bytes:
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(platform))
+    ws = WSConnection(ConnectionType.CLIENT)
+    target = f"/api/v1/socket/websocket?api_key={creds.api_key}&agent_id={creds.id}&vsn=2.0.0"
+    host = f"127.0.0.1:{_port(platform)}"
+    with trio.fail_after(IO_DEADLINE):
+        await stream.send_all(
+            ws.send(Request(host=host, target=target, extra_headers=[(b"origin", origin.encode())]))
+        )
+        head = await _response_head(stream)
+    await stream.aclose()
+    return head
+
+
+async def test_a_websocket_upgrade_from_another_origin_is_refused(
+    band_platform: LocalPlatform, demo: AgentCredentials
+) -> None:
+    for origin in ("http://evil.example", "null", f"http://127.0.0.1:{_port(band_platform) + 1}"):
+        head = await _upgrade_answer(band_platform, demo, origin)
+        assert head.startswith(b"HTTP/1.1 403"), (origin, head)
+        assert not band_platform.connected(demo.id)
+    # the platform's own origin, as its pages would send it, is served
+    own = await _upgrade_answer(band_platform, demo, band_platform.rest_url)
+    assert own.startswith(b"HTTP/1.1 101"), own
+
+
+async def test_api_answers_say_nosniff(band_platform: LocalPlatform) -> None:
+    async with httpx.AsyncClient(base_url=band_platform.rest_url) as client:
+        with trio.fail_after(IO_DEADLINE):
+            answers = [
+                await client.get("/api/v1/agent/me"),
+                await client.get(
+                    "/api/v1/agent/me", headers={"x-api-key": band_platform.agents[0].api_key}
+                ),
+                await client.get("/no/such/path"),
+            ]
+    for response in answers:
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert len(response.headers.get_list("x-content-type-options")) == 1

@@ -2,7 +2,9 @@
 
 The upgrade is authenticated like the real platform does it (an ``x-api-key``
 header or ``api_key`` query parameter, ``agent_id`` for agents,
-``on_conflict`` for a second connection of the same agent); a refused upgrade
+``on_conflict`` for a second connection of the same agent), and one with an
+``Origin`` header (a browser's) is refused with 403 unless the origin is the
+platform's own; a refused upgrade
 answers with an HTTP error body when the server supports it. Once accepted,
 frames go to the :class:`~band_trio.local.hub.Hub` and the socket's queued
 frames are written by a second task.
@@ -82,6 +84,17 @@ async def serve_websocket(services: Services, scope: Scope, receive: Receive, se
         parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
     )
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    origin = headers.get("origin")
+    if (
+        origin is not None
+        and origin.rstrip("/").lower() != f"http://{headers.get('host', '')}".lower()
+    ):
+        # A browser says where the page that opens the socket comes from: a page
+        # of another site must not use a key it got hold of from this machine.
+        await _refuse(
+            scope, send, fail(403, "cross-origin WebSocket upgrades are refused"), request_id
+        )
+        return
     principal = services.state.authenticate(headers.get("x-api-key") or query.get("api_key"))
     agent_id = query.get("agent_id")
     if principal is None:
