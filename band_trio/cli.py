@@ -8,6 +8,7 @@ returning the exit status); add new subcommands the same way.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import signal
@@ -389,7 +390,13 @@ def _add_chat(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
         ),
     )
     parser.add_argument("--url", required=True, help="the platform's REST URL")
-    parser.add_argument("--token", required=True, help="the user's API key")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="the user's API key, or - to read it from stdin; default: "
+        "$BAND_USER_TOKEN (prefer it or -: a command line is visible to every local "
+        "user in the process list)",
+    )
     parser.add_argument("--room", default=None, help="room id to open (default: the latest)")
     parser.set_defaults(handler=_run_chat)
 
@@ -397,9 +404,27 @@ def _add_chat(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _run_chat(args: argparse.Namespace) -> int:
     _require_local()
     # Lazy: the chat talks to the local platform, the optional `local` extra.
-    from band_trio.devloop.session import run_chat
+    from band_trio.devloop.session import ENV_USER_TOKEN, run_chat
 
-    return _run_trio("chat", partial(run_chat, args.url, args.token, room_id=args.room))
+    token = _chat_token(args.token, ENV_USER_TOKEN)
+    if not token:
+        print(
+            f"band-trio chat: give the user's key in ${ENV_USER_TOKEN}, or --token - "
+            "to read it from stdin",
+            file=sys.stderr,
+        )
+        return 2
+    return _run_trio("chat", partial(run_chat, args.url, token, room_id=args.room))
+
+
+def _chat_token(option: str | None, variable: str) -> str | None:
+    """The user's key: ``--token``, one line of stdin for ``--token -`` (not
+    echoed on a terminal), else the environment ``variable``."""
+    if option == "-":
+        if sys.stdin.isatty():
+            return getpass.getpass("user key: ").strip() or None
+        return sys.stdin.readline().strip() or None
+    return option or os.environ.get(variable, "").strip() or None
 
 
 def _run_trio(command: str, fn: Callable[..., Awaitable[int]], *args: object) -> int:
