@@ -25,7 +25,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
 from band_trio.local import AgentCredentials, LocalPlatform, open_local_platform
-from band_trio.local.asgi import BODY_IDLE_TIMEOUT, json_bytes, route
+from band_trio.local.asgi import BODY_IDLE_TIMEOUT, MAX_JSON_VALUES, json_bytes, route
 from band_trio.local.connections import (
     H2_PREFACE,
     HEADER_TIMEOUT,
@@ -656,3 +656,45 @@ async def test_api_answers_say_nosniff(band_platform: LocalPlatform) -> None:
     for response in answers:
         assert response.headers["x-content-type-options"] == "nosniff"
         assert len(response.headers.get_list("x-content-type-options")) == 1
+
+
+# ---------------------------------------------------------------- stored amplification
+
+
+def _memory(metadata: object) -> dict[str, object]:
+    return {
+        "memory": {
+            "content": "x",
+            "system": "long_term",
+            "type": "semantic",
+            "segment": "user",
+            "metadata": metadata,
+        }
+    }
+
+
+async def test_memory_metadata_is_bounded_as_an_events(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient
+) -> None:
+    with trio.fail_after(IO_DEADLINE):
+        small = await agent.post("/memories", json=_memory({"note": "a" * 1000}))
+        large = await agent.post("/memories", json=_memory({"note": "a" * 70_000}))
+    assert small.status_code == 201, small.text
+    assert "/memory/metadata" in assert_error(large, 422, "validation_error")["details"]
+    assert band_platform.state.snapshot()["memories"] == 1
+    await _still_answers(band_platform)
+
+
+async def test_a_body_with_too_many_values_is_refused_before_decoding(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient
+) -> None:
+    body = json.dumps(_memory({"empty": [{}] * MAX_JSON_VALUES}))
+    assert len(body) < 1024 * 1024
+    with trio.fail_after(IO_DEADLINE):
+        response = await agent.post(
+            "/memories", content=body, headers={"content-type": "application/json"}
+        )
+    error = assert_error(response, 422, "validation_error")
+    assert "too many values" in error["message"]
+    assert band_platform.state.snapshot()["memories"] == 0
+    await _still_answers(band_platform)
