@@ -33,6 +33,7 @@ from band_trio.local.connections import (
     raise_file_limit,
 )
 from band_trio.local.refusal import fail
+from band_trio.local.routes.websocket import WEBSOCKET_IDLE_TIMEOUT
 from band_trio.local.server import WEBSOCKET_MAX_MESSAGE
 from tests.local.helpers import IO_DEADLINE, assert_error, user_http
 
@@ -698,3 +699,66 @@ async def test_a_body_with_too_many_values_is_refused_before_decoding(
     assert "too many values" in error["message"]
     assert band_platform.state.snapshot()["memories"] == 0
     await _still_answers(band_platform)
+
+
+# ---------------------------------------------------------------- idle sockets
+
+
+async def _open_websocket(
+    platform: LocalPlatform, creds: AgentCredentials
+) -> tuple[trio.SocketStream, WSConnection]:
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(platform))
+    ws = WSConnection(ConnectionType.CLIENT)
+    target = f"/api/v1/socket/websocket?api_key={creds.api_key}&agent_id={creds.id}&vsn=2.0.0"
+    await stream.send_all(ws.send(Request(host="localhost", target=target)))
+    accepted = False
+    while not accepted:
+        ws.receive_data(await stream.receive_some(65536))
+        accepted = any(isinstance(e, AcceptConnection) for e in ws.events())
+    return stream, ws
+
+
+async def _close_code(stream: trio.SocketStream, ws: WSConnection) -> int | None:
+    while True:
+        data = await stream.receive_some(65536)
+        ws.receive_data(data or None)
+        for event in ws.events():
+            if isinstance(event, CloseConnection):
+                return event.code
+        if not data:
+            return None
+
+
+async def test_sockets_without_frames_or_with_a_held_message_are_closed_after_a_minute(
+    band_platform: LocalPlatform, demo: AgentCredentials, autojump_clock: trio.testing.MockClock
+) -> None:
+    silent, silent_ws = await _open_websocket(band_platform, demo)
+    # another agent: a second socket of the same one would supersede the first
+    other = band_platform.register_agent("Other", "a second agent")
+    holding, holding_ws = await _open_websocket(band_platform, other)
+    # most of a message, never finished: its fragments wait in the server's buffer
+    await holding.send_all(holding_ws.send(TextMessage(data="x" * 960_000, message_finished=False)))
+    started = trio.current_time()
+    with trio.fail_after(WEBSOCKET_IDLE_TIMEOUT + IO_DEADLINE):
+        codes = [await _close_code(silent, silent_ws), await _close_code(holding, holding_ws)]
+    assert codes == [1001, 1001]
+    assert trio.current_time() - started <= WEBSOCKET_IDLE_TIMEOUT + 1
+    assert band_platform.statistics().idle_closes == 2
+    await silent.aclose()
+    await holding.aclose()
+    await _still_answers(band_platform)
+
+
+async def test_a_socket_that_sends_heartbeats_stays_open(
+    band_platform: LocalPlatform, demo: AgentCredentials, autojump_clock: trio.testing.MockClock
+) -> None:
+    stream, ws = await _open_websocket(band_platform, demo)
+    for ref in range(1, 6):  # two and a half minutes, a heartbeat every 30 s
+        await trio.sleep(30)
+        frame = json.dumps([None, str(ref), "phoenix", "heartbeat", {}])
+        await stream.send_all(ws.send(TextMessage(data=frame)))
+    with trio.fail_after(IO_DEADLINE):
+        await band_platform.wait_for(lambda: band_platform.statistics().frames_in >= 5)
+    assert band_platform.connected(demo.id)
+    assert band_platform.statistics().idle_closes == 0
+    await stream.aclose()

@@ -25,9 +25,12 @@ from band_trio.local.hub import CloseRequest, Connection
 from band_trio.local.model import AgentRecord
 from band_trio.local.refusal import RequestRefusedError, fail
 
-__all__ = ["WS_PATH", "serve_websocket"]
+__all__ = ["WEBSOCKET_IDLE_TIMEOUT", "WS_PATH", "serve_websocket"]
 
 WS_PATH = "/api/v1/socket/websocket"
+WEBSOCKET_IDLE_TIMEOUT = 60.0
+"""Seconds a socket may go without a whole frame (a heartbeat every 30 s keeps
+it open, as on Phoenix) before it is closed with 1001."""
 
 # The machine codes the platform puts on refused WebSocket upgrades; REST
 # errors of the same status use the generic codes of ``refusal``.
@@ -143,7 +146,15 @@ async def serve_websocket(services: Services, scope: Scope, receive: Receive, se
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_write_frames, conn, send, nursery.cancel_scope)
                 while True:
-                    message = await receive()
+                    message = None
+                    with trio.move_on_after(WEBSOCKET_IDLE_TIMEOUT):
+                        message = await receive()
+                    if message is None:
+                        # No heartbeat, no frame: a dead client, or a message
+                        # held unfinished (its fragments buffered) on purpose.
+                        services.hub.idle_closes += 1
+                        await send({"type": "websocket.close", "code": 1001})
+                        break
                     if message["type"] == "websocket.disconnect":
                         break
                     text = message.get("text")
