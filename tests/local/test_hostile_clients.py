@@ -24,7 +24,8 @@ from hyperframe.frame import DataFrame
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
-from band_trio.local import AgentCredentials, LocalPlatform, open_local_platform
+from band_trio.local import AgentCredentials, HumanClient, LocalPlatform, open_local_platform
+from band_trio.local.app import UPLOAD_BYTES_IN_FLIGHT
 from band_trio.local.asgi import BODY_IDLE_TIMEOUT, MAX_JSON_VALUES, json_bytes, route
 from band_trio.local.connections import (
     H2_PREFACE,
@@ -35,7 +36,7 @@ from band_trio.local.connections import (
 from band_trio.local.refusal import fail
 from band_trio.local.routes.websocket import WEBSOCKET_IDLE_TIMEOUT
 from band_trio.local.server import WEBSOCKET_MAX_MESSAGE
-from tests.local.helpers import IO_DEADLINE, assert_error, user_http
+from tests.local.helpers import IO_DEADLINE, agent_http, assert_error, user_http
 
 BIG_BODY = 100_000
 
@@ -762,3 +763,43 @@ async def test_a_socket_that_sends_heartbeats_stays_open(
     assert band_platform.connected(demo.id)
     assert band_platform.statistics().idle_closes == 0
     await stream.aclose()
+
+
+# ---------------------------------------------------------------- uploads in flight
+
+
+async def test_uploads_in_flight_per_key_are_bounded() -> None:
+    async with open_local_platform(max_upload_bytes=1000) as platform:
+        demo = platform.agents[0]
+        async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
+            created = await human.create_room("uploads")
+            await human.add_participant(created["id"], demo.id)
+        path = f"/api/v1/agent/chats/{created['id']}/files"
+        head = (
+            f"PUT {path} HTTP/1.1\r\nhost: localhost\r\nx-api-key: {demo.api_key}\r\n"
+            f"x-file-name: big.bin\r\ncontent-length: 1000\r\n\r\n"
+        ).encode()
+        stalled = []
+        async with agent_http(platform, demo) as client:
+            with trio.fail_after(IO_DEADLINE):
+                for _ in range(UPLOAD_BYTES_IN_FLIGHT):
+                    stream = await trio.open_tcp_stream("127.0.0.1", _port(platform))
+                    await stream.send_all(head + b"x" * 10)  # and then nothing
+                    stalled.append(stream)
+                # both reserved (the platform wakes its waiters on each reservation)
+                await platform.wait_for(lambda: sum(platform.app._uploading.values()) == 2000)
+                refused = await client.put(
+                    path.removeprefix("/api/v1/agent"),
+                    content=b"y" * 10,
+                    headers={"x-file-name": "small.txt"},
+                )
+                assert_error(refused, 429, "too_many_uploads")
+                for stream in stalled:
+                    await stream.aclose()
+                await platform.wait_for(lambda: not platform.app._uploading)
+                accepted = await client.put(
+                    path.removeprefix("/api/v1/agent"),
+                    content=b"y" * 10,
+                    headers={"x-file-name": "small.txt"},
+                )
+        assert accepted.status_code == 201, accepted.text
