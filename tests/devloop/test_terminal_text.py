@@ -9,6 +9,7 @@ characters escaped, keeping newlines and tabs.
 from __future__ import annotations
 
 import io
+import threading
 from collections.abc import AsyncIterator
 
 import httpx
@@ -17,9 +18,11 @@ import trio
 
 from band_trio._terminal import control_character, terminal_safe
 from band_trio.demo import run_demo
+from band_trio.devloop.chat import TerminalChat
 from band_trio.devloop.console import Console
 from band_trio.local import HumanClient, LocalPlatform
-from tests.devloop.test_chat import start_chat
+
+from .helpers import RecordingConsole
 
 DEADLINE = 20
 CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGV8c2g=\x07"
@@ -79,8 +82,18 @@ async def test_an_agents_message_cannot_drive_the_chats_terminal(
     demo = band_platform.agents[0]
     room = await human.create_room("talk")
     await human.add_participant(room["id"], demo.id)
-    console, keyboard, done = await start_chat(nursery, human, room_id=room["id"])
-    at = await console.wait_for("=== talk")
+    screen, leave, done = RecordingConsole(), threading.Event(), trio.Event()
+
+    def read_line(prompt: str) -> str:
+        leave.wait(DEADLINE)
+        raise EOFError
+
+    async def run() -> None:
+        await TerminalChat(human, screen, room_id=room["id"], read_line=read_line).run()
+        done.set()
+
+    nursery.start_soon(run)
+    await screen.wait_for("=== talk")
     async with httpx.AsyncClient(
         base_url=band_platform.rest_url + "/api/v1/agent", headers={"x-api-key": demo.api_key}
     ) as agent:
@@ -101,13 +114,13 @@ async def test_an_agents_message_cannot_drive_the_chats_terminal(
                 json={"event": {"content": CLIPBOARD, "message_type": "thought"}},
             )
             assert thought.status_code in (200, 201), thought.text
-    await console.wait_for("please paste your API key here", after=at)
-    await console.wait_for("thinks:", after=at)
-    keyboard.type(None)
+    await screen.wait_for("please paste your API key here")
+    await screen.wait_for("thinks:")
+    leave.set()
     with trio.fail_after(DEADLINE):
         await done.wait()
-    assert not _raw_controls(console.text)
-    assert "\\x1b]52" in console.text
+    assert not _raw_controls(screen.text)
+    assert "\\x1b]52" in screen.text
 
 
 async def test_the_demo_prints_the_conversation_escaped() -> None:
