@@ -8,6 +8,7 @@ returning the exit status); add new subcommands the same way.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 import trio
 
 from band_trio._logging import ENV_LOG_FORMAT, ENV_LOG_LEVEL, configure_logging
+from band_trio._terminal import terminal_safe
 from band_trio._version import __version__
 from band_trio.errors import BandConfigError, BandError, MissingExtraError
 
@@ -174,7 +176,8 @@ def _env_file_paths(pattern: str, slugs: Sequence[str]) -> list[str]:
     """Where ``--env-file`` puts each agent's settings.
 
     Raises:
-        BandConfigError: several agents and no ``{agent}`` in ``pattern``.
+        BandConfigError: several agents and no ``{agent}`` in ``pattern``, or
+            two agents (of different owners) whose files would be the same.
     """
     if ENV_FILE_AGENT not in pattern:
         if len(slugs) > 1:
@@ -183,7 +186,15 @@ def _env_file_paths(pattern: str, slugs: Sequence[str]) -> list[str]:
                 f"(one file per agent), e.g. --env-file {ENV_FILE_AGENT}.env"
             )
         return [pattern] * len(slugs)
-    return [pattern.replace(ENV_FILE_AGENT, slug) for slug in slugs]
+    paths = [pattern.replace(ENV_FILE_AGENT, slug) for slug in slugs]
+    twice = sorted({path for path in paths if paths.count(path) > 1})
+    if twice:
+        # One file would end up holding another owner's agent key.
+        raise BandConfigError(
+            f"--env-file would write several agents to {', '.join(twice)} (agents of "
+            "different owners with the same name): choose the agents with --agent NAME"
+        )
+    return paths
 
 
 def _slug(handle: str) -> str:
@@ -379,7 +390,13 @@ def _add_chat(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
         ),
     )
     parser.add_argument("--url", required=True, help="the platform's REST URL")
-    parser.add_argument("--token", required=True, help="the user's API key")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="the user's API key, or - to read it from stdin; default: "
+        "$BAND_USER_TOKEN (prefer it or -: a command line is visible to every local "
+        "user in the process list)",
+    )
     parser.add_argument("--room", default=None, help="room id to open (default: the latest)")
     parser.set_defaults(handler=_run_chat)
 
@@ -387,9 +404,27 @@ def _add_chat(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _run_chat(args: argparse.Namespace) -> int:
     _require_local()
     # Lazy: the chat talks to the local platform, the optional `local` extra.
-    from band_trio.devloop.session import run_chat
+    from band_trio.devloop.session import ENV_USER_TOKEN, run_chat
 
-    return _run_trio("chat", partial(run_chat, args.url, args.token, room_id=args.room))
+    token = _chat_token(args.token, ENV_USER_TOKEN)
+    if not token:
+        print(
+            f"band-trio chat: give the user's key in ${ENV_USER_TOKEN}, or --token - "
+            "to read it from stdin",
+            file=sys.stderr,
+        )
+        return 2
+    return _run_trio("chat", partial(run_chat, args.url, token, room_id=args.room))
+
+
+def _chat_token(option: str | None, variable: str) -> str | None:
+    """The user's key: ``--token``, one line of stdin for ``--token -`` (not
+    echoed on a terminal), else the environment ``variable``."""
+    if option == "-":
+        if sys.stdin.isatty():
+            return getpass.getpass("user key: ").strip() or None
+        return sys.stdin.readline().strip() or None
+    return option or os.environ.get(variable, "").strip() or None
 
 
 def _run_trio(command: str, fn: Callable[..., Awaitable[int]], *args: object) -> int:
@@ -400,13 +435,14 @@ def _run_trio(command: str, fn: Callable[..., Awaitable[int]], *args: object) ->
     except KeyboardInterrupt:  # Ctrl+C before the signal handler was installed
         return 0
     except (OSError, BandError) as exc:
-        print(f"band-trio {command}: {exc}", file=sys.stderr)
+        # The text may carry what a remote platform answered.
+        print(terminal_safe(f"band-trio {command}: {exc}"), file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:
         errors, others = group.split((OSError, BandError))
         if errors is None or others is not None:
             raise
-        print(f"band-trio {command}: {_first_leaf(errors)}", file=sys.stderr)
+        print(terminal_safe(f"band-trio {command}: {_first_leaf(errors)}"), file=sys.stderr)
         return 1
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
+from band_trio._terminal import terminal_safe
 from band_trio.adapter.messages import HistoryProvider, PlatformMessage
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
@@ -117,7 +118,7 @@ async def run_demo(
     stream = out if out is not None else sys.stdout
 
     def say(line: str) -> None:
-        print(line, file=stream, flush=True)
+        print(terminal_safe(line), file=stream, flush=True)
 
     async with open_local_platform() as platform:
         creds = platform.agents[0]

@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from band_trio._terminal import terminal_safe
 from band_trio.devloop.console import Console
 from band_trio.devloop.render import ChatDirectory, render_event, render_message, shorten
 from band_trio.errors import BandError
@@ -150,7 +151,7 @@ class TerminalChat:
     def prompt(self) -> str:
         """The input prompt: the current room's title."""
         title = next((r.get("title") for r in self.rooms if r["id"] == self.room_id), None)
-        return f"{title or 'chat'}> "
+        return terminal_safe(f"{title or 'chat'}> ")
 
     async def _read_loop(self) -> None:
         while True:

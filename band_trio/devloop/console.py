@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from band_trio._terminal import terminal_safe
+
 __all__ = ["Console"]
 
 try:
@@ -37,12 +39,16 @@ class Console:
         """The prompt being shown while a line is read, else None."""
 
     def print(self, text: str = "") -> None:
-        """Print ``text`` (one or more lines) above the prompt."""
+        """Print ``text`` (one or more lines) above the prompt.
+
+        Control and bidi characters are shown escaped (:func:`terminal_safe`):
+        what is printed comes from other people and must not drive the terminal.
+        """
         redraw = self.interactive and self.prompt is not None
         if redraw:
             self.out.write("\r\x1b[K")
-        self.out.write(text + "\n")
+        self.out.write(terminal_safe(text) + "\n")
         if redraw:
             typed = _readline.get_line_buffer() if _readline is not None else ""
-            self.out.write(f"{self.prompt}{typed}")
+            self.out.write(terminal_safe(f"{self.prompt}{typed}"))
         self.out.flush()

@@ -32,11 +32,22 @@ from band_trio.devloop.console import Console
 from band_trio.devloop.supervisor import AgentIdentity, AgentProcess
 from band_trio.devloop.targets import Target, TargetError, parse_target
 
-__all__ = ["DEV_USER_HANDLE", "UI", "DevOptions", "is_loopback", "run_chat", "run_dev"]
+__all__ = [
+    "DEV_USER_HANDLE",
+    "ENV_USER_TOKEN",
+    "UI",
+    "DevOptions",
+    "is_loopback",
+    "run_chat",
+    "run_dev",
+]
 
 DEV_USER_HANDLE = "you"
 """The handle of the human ``dev`` creates (agents are ``@you/<name>``)."""
 DEV_USER_NAME = "You"
+ENV_USER_TOKEN = "BAND_USER_TOKEN"
+"""Where ``band-trio chat`` reads the user's key when ``--token`` is not given."""
+HIDDEN_TOKEN = "(hidden: not bound to loopback; --json prints it)"
 AGENT_STATE_SUBDIR = "agents"
 """Where, under ``--state DIR``, the agents' ledgers live."""
 
@@ -174,11 +185,16 @@ def _banner(
     ]
     lines += [f"    @{c.handle}  <- {t.spec}" for t, c in agents]
     lines.append("  reload on save: " + ("on" if options.reload else "off (--reload turns it on)"))
+    # Beyond loopback the key is a network secret: kept out of the text, as
+    # `band-trio platform` does (--json gives it).
+    token = user.api_key if is_loopback(options.host) else HIDDEN_TOKEN
     if options.ui is UI.WEB:
-        lines.append(f"  playground: {playground_url(platform.rest_url, user.api_key)}")
+        lines.append(f"  playground: {playground_url(platform.rest_url, token)}")
     else:
+        # In the environment, not in argv: a command line is visible to every
+        # local user in the process list.
         lines.append(
-            f"  another terminal: band-trio chat --url {platform.rest_url} --token {user.api_key}"
+            f"  another terminal: {ENV_USER_TOKEN}={token} band-trio chat --url {platform.rest_url}"
         )
     return "\n".join(lines)
 

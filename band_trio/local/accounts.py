@@ -101,6 +101,7 @@ class Accounts:
 
         Raises:
             KeyError: ``owner_id`` is not a user of this platform.
+            ValueError: ``name`` holds a control or bidi character.
         """
         agent = self._state.register_agent(
             self._state.users[owner_id], name, description, feature_flags=feature_flags

@@ -12,9 +12,12 @@ body, runs the synchronous handler, and publishes what the request changed
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import secrets
+from collections import Counter
+from collections.abc import Iterator
 from urllib.parse import parse_qsl
 
 import trio
@@ -39,7 +42,12 @@ from band_trio.local.refusal import RequestRefusedError, fail, forbidden
 from band_trio.local.routes import admin_api, agent_api, human_api, human_feed, playground
 from band_trio.local.routes.websocket import serve_websocket
 
-__all__ = ["BandApp"]
+__all__ = ["UPLOAD_BYTES_IN_FLIGHT", "BandApp"]
+
+UPLOAD_BYTES_IN_FLIGHT = 2
+"""Bytes of uploads one user or agent may have in flight at once, in
+``max_upload_bytes``: two of the largest (50 MB by default), so stalled
+uploads cannot make the platform hold memory without bound."""
 
 log = logging.getLogger("band_trio.local")
 
@@ -56,6 +64,7 @@ class BandApp:
         # Without admin the operator's routes do not exist: they answer 404
         # like any unknown path, so a scan learns nothing from them.
         admin_routes = admin_api.ROUTES if services.admin_enabled else ()
+        self._uploading: Counter[str] = Counter()
         self.routes = RouteTable(
             (*agent_api.ROUTES, *human_api.ROUTES, *human_feed.ROUTES, *admin_routes)
         )
@@ -103,6 +112,9 @@ class BandApp:
             log.exception("local platform: unhandled error on %r %r", method, path)
             response = error_response(fail(500, "internal server error"), request_id)
         out_headers = [(b"x-request-id", request_id.encode())]
+        if not any(name == "x-content-type-options" for name, _ in response.headers):
+            # A browser must never read a JSON answer as a page or a script.
+            out_headers.append((b"x-content-type-options", b"nosniff"))
         if response.content_type is not None:
             out_headers.append((b"content-type", response.content_type.encode()))
         out_headers.append((b"content-length", str(len(response.body)).encode()))
@@ -128,7 +140,8 @@ class BandApp:
         # without a valid key costs the platform its headers, never its body.
         principal = self._authenticate(route.auth, headers)
         limit = services.max_upload_bytes + 1 if route.upload else MAX_JSON_BODY
-        body = await read_body(receive, limit)
+        with self._upload_budget(principal if route.upload else None, headers, limit):
+            body = await read_body(receive, limit)
         ctx = Ctx(
             services,
             method,
@@ -143,6 +156,41 @@ class BandApp:
         if fault is not None:
             raise fault_refusal(fault)
         return response
+
+    @contextlib.contextmanager
+    def _upload_budget(
+        self, principal: Principal | None, headers: dict[str, str], limit: int
+    ) -> Iterator[None]:
+        """Reserve an upload's bytes (its ``content-length``, else ``limit``)
+        from its caller's budget while the body is read.
+
+        Raises:
+            RequestRefusedError: 429 ``too_many_uploads`` when the caller's
+                uploads in flight would pass :data:`UPLOAD_BYTES_IN_FLIGHT`
+                times the largest upload.
+        """
+        if principal is None:
+            yield
+            return
+        declared = headers.get("content-length", "")
+        size = min(int(declared), limit) if declared.isascii() and declared.isdigit() else limit
+        budget = UPLOAD_BYTES_IN_FLIGHT * self.services.max_upload_bytes
+        if self._uploading[principal.id] + size > budget:
+            raise fail(
+                429,
+                "too many uploads in flight for this key; finish one and retry",
+                code="too_many_uploads",
+                retry_after=1,
+            )
+        self._uploading[principal.id] += size
+        self.services.changes.wake()
+        try:
+            yield
+        finally:
+            self._uploading[principal.id] -= size
+            if not self._uploading[principal.id]:
+                del self._uploading[principal.id]
+            self.services.changes.wake()
 
     def _authenticate(self, auth: Auth, headers: dict[str, str]) -> Principal | None:
         """The caller of a route with ``auth`` (None for the admin key).

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
+from band_trio._terminal import control_character
 from band_trio.local._input import Obj
 from band_trio.local.model import (
     JSON,
@@ -55,7 +56,19 @@ ROLES = ("owner", "admin", "member")
 ACTIVITY_TTL = 10.0  # seconds a working:true report stays in effect
 FEATURE_FLAGS = {"ff_file_transfer": True, "ff_room_tasks": True}
 
-_HANDLE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,38}$")
+_HANDLE_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,38}")
+
+
+def check_name(name: str, what: str) -> None:
+    """Refuse a display name holding a control or bidi character: names are
+    shown in every participant's room list and terminal.
+
+    Raises:
+        ValueError: ``name`` holds such a character (named in the message).
+    """
+    found = control_character(name)
+    if found is not None:
+        raise ValueError(f"{what} must not contain control characters ({found!r})")
 
 
 @attrs.define
@@ -178,11 +191,14 @@ class Directory:
         """Create a user account (a human with a user API key).
 
         Raises:
-            ValueError: the handle is malformed or taken.
+            ValueError: the handle is malformed or taken, or the name holds a
+                control character.
         """
         handle = handle.lower()
-        if not _HANDLE_RE.match(handle) or "/" in handle:
+        # fullmatch: with match() and "$" a handle ending in a newline passed.
+        if not _HANDLE_RE.fullmatch(handle):
             raise ValueError(f"invalid user handle {handle!r}")
+        check_name(name, "a user's name")
         if handle in self._by_handle:
             raise ValueError(f"handle {handle!r} is taken")
         first, _, last = name.partition(" ")
@@ -216,6 +232,7 @@ class Directory:
         ``feature_flags`` is what its ``/me`` reports (default
         :data:`FEATURE_FLAGS`: every feature served).
         """
+        check_name(name, "an agent's name")
         base = slugify(name)
         slug = base
         for n in itertools.count(2):
@@ -438,8 +455,8 @@ class Directory:
         return room
 
     def _check_title(self, title: str, pointer: str, *, allow_blank: bool) -> str | None:
-        if any(ch in title for ch in "\n\r\x00"):
-            raise invalid(pointer, "must not contain control characters")
+        if control_character(title) is not None:
+            raise invalid(pointer, "must not contain control or bidi characters")
         title = title.strip()
         if not title:
             if allow_blank:

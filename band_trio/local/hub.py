@@ -76,7 +76,8 @@ class Connection:
 
 @attrs.frozen
 class HubStatistics:
-    """Counters of the WebSocket hub."""
+    """Counters of the WebSocket hub (``idle_closes``: sockets closed after
+    a minute without a whole frame)."""
 
     connections: int
     frames_in: int
@@ -85,6 +86,7 @@ class HubStatistics:
     supersedes: int
     slow_consumers: int
     oversize_dropped: int
+    idle_closes: int = 0
 
 
 def _dumps(value: Any) -> str:
@@ -112,6 +114,7 @@ class Hub:
         self.supersedes = 0
         self.slow_consumers = 0
         self.oversize_dropped = 0
+        self.idle_closes = 0
 
     def statistics(self) -> HubStatistics:
         """A frozen snapshot of the counters."""
@@ -123,6 +126,7 @@ class Hub:
             supersedes=self.supersedes,
             slow_consumers=self.slow_consumers,
             oversize_dropped=self.oversize_dropped,
+            idle_closes=self.idle_closes,
         )
 
     def connections(self, principal_id: str) -> list[Connection]:

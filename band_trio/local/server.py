@@ -36,6 +36,8 @@ from band_trio.local.connections import (
     DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
     ConnectionGuard,
     ConnectionStatistics,
+    default_max_connections,
+    raise_file_limit,
 )
 from band_trio.local.faults import FaultInjector
 from band_trio.local.hub import Hub, HubStatistics
@@ -125,8 +127,13 @@ class LocalPlatform:
         user_name: display name of the pre-created user.
         user_handle: handle of the pre-created user.
         state_dir: the directory to keep the state in; None keeps it in memory.
-        max_connections_per_client: connections one client address may hold
-            at once; one more is answered 429 and closed.
+        max_connections_per_client: connections one user or agent (by the key
+            of a connection's first request), or one keyless client address,
+            may hold at once; one more is answered 429 and closed.
+        max_connections: connections open at once in all (keyless ones: half
+            of them); one more is answered 503 and closed. None: three
+            quarters of the process's soft limit of open files, which
+            :meth:`serve` first raises as far as the hard limit allows.
 
     Binding another interface than loopback (``host="0.0.0.0"``) makes every
     key a network secret: the platform logs a warning when it starts.
@@ -160,10 +167,12 @@ class LocalPlatform:
         user_handle: str = "demo",
         state_dir: str | os.PathLike[str] | None = None,
         max_connections_per_client: int = DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+        max_connections: int | None = None,
     ) -> None:
         self.host = host
         self.admin = admin
         self.max_connections_per_client = max_connections_per_client
+        self.max_connections = max_connections
         self.port = port
         self.max_upload_bytes = max_upload_bytes
         self.state = PlatformState(agent_message_updates=agent_message_updates)
@@ -278,10 +287,15 @@ class LocalPlatform:
             # Hypercorn closes a keep-alive connection after 1,000 requests by
             # default, which makes a busy client's pool reconnect for no reason.
             config.keep_alive_max_requests = 2**31
+            max_connections = self.max_connections
+            if max_connections is None:
+                max_connections = default_max_connections(raise_file_limit())
             guard = ConnectionGuard(
                 self._app,
                 config,
                 max_per_client=self.max_connections_per_client,
+                max_connections=max_connections,
+                identify=self._principal_of_key,
                 on_change=self._changes.wake,
             )
             async with trio.open_nursery() as nursery:
@@ -300,6 +314,10 @@ class LocalPlatform:
                 task_status.started(self)
         finally:
             listener.close()
+
+    def _principal_of_key(self, key: str) -> str | None:
+        principal = self.state.authenticate(key)
+        return None if principal is None else principal.id
 
     def _bind(self, listener: socket.socket) -> None:
         last = self._state_file.setting(LAST_PORT_SETTING) if self._state_file else None
@@ -349,7 +367,8 @@ class LocalPlatform:
         """Create a user and return its credentials.
 
         Raises:
-            ValueError: the handle is malformed or already taken.
+            ValueError: the handle is malformed or already taken, or the name
+                holds a control or bidi character.
         """
         creds = self._accounts.create_user(name, handle, organization=organization)
         self._save()
@@ -377,6 +396,7 @@ class LocalPlatform:
 
         Raises:
             KeyError: ``owner`` is not a user of this platform.
+            ValueError: ``name`` holds a control or bidi character.
         """
         owner_id = owner.id if isinstance(owner, UserCredentials) else (owner or self.user.id)
         creds = self._accounts.register_agent(

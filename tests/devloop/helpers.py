@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from typing import Any
 
 import trio
 
+from band_trio.devloop.console import Console
 from band_trio.local import HumanClient
 
 from ..conftest import masked
@@ -230,3 +232,30 @@ async def on_terminal(args: Sequence[str], cwd: Path) -> AsyncIterator[Terminal]
                 os.kill(process.pid, signal.SIGKILL)
             await process.wait()
             await terminal.master.aclose()
+
+
+CONSOLE_DEADLINE = 20
+
+
+class RecordingConsole(Console):
+    """A console that lets a test wait for a line to be printed."""
+
+    def __init__(self) -> None:
+        super().__init__(io.StringIO(), interactive=False)
+        self._printed = trio.Event()
+
+    @property
+    def text(self) -> str:
+        assert isinstance(self.out, io.StringIO)
+        return self.out.getvalue()
+
+    def print(self, text: str = "") -> None:
+        super().print(text)
+        self._printed.set()
+        self._printed = trio.Event()
+
+    async def wait_for(self, text: str, after: int = 0) -> int:
+        with trio.fail_after(CONSOLE_DEADLINE):
+            while (index := self.text.find(text, after)) < 0:
+                await self._printed.wait()
+        return index + len(text)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import queue
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,34 +10,11 @@ import pytest
 import trio
 
 from band_trio.devloop.chat import COMMANDS, TerminalChat
-from band_trio.devloop.console import Console
 from band_trio.local import HumanClient, LocalPlatform
 
+from .helpers import RecordingConsole
+
 DEADLINE = 20
-
-
-class RecordingConsole(Console):
-    """A console that lets a test wait for a line to be printed."""
-
-    def __init__(self) -> None:
-        super().__init__(io.StringIO(), interactive=False)
-        self._printed = trio.Event()
-
-    @property
-    def text(self) -> str:
-        assert isinstance(self.out, io.StringIO)
-        return self.out.getvalue()
-
-    def print(self, text: str = "") -> None:
-        super().print(text)
-        self._printed.set()
-        self._printed = trio.Event()
-
-    async def wait_for(self, text: str, after: int = 0) -> int:
-        with trio.fail_after(DEADLINE):
-            while (index := self.text.find(text, after)) < 0:
-                await self._printed.wait()
-        return index + len(text)
 
 
 class Keyboard:

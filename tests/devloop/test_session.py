@@ -60,7 +60,7 @@ async def test_the_banner_prints_the_token_once(band_platform: LocalPlatform) ->
     web = _banner(band_platform, room, agents, DevOptions(targets=("echo.py",), ui=UI.WEB))
     assert f"{band_platform.rest_url}/playground?token={token}" in web
     chat = _banner(band_platform, room, agents, DevOptions(targets=("echo.py",)))
-    assert f"band-trio chat --url {band_platform.rest_url} --token {token}" in chat
+    assert f"BAND_USER_TOKEN={token} band-trio chat --url {band_platform.rest_url}" in chat
 
 
 def test_the_dev_and_chat_command_lines() -> None:

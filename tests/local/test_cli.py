@@ -14,7 +14,7 @@ import httpx
 import pytest
 import trio
 
-from band_trio.cli import build_parser, main
+from band_trio.cli import ENV_FILE_AGENT, build_parser, main
 from band_trio.local import LocalPlatform, open_local_platform
 from tests.local.cli_helpers import STARTUP_DEADLINE, cli_command, read_line, stop_process
 
@@ -101,6 +101,22 @@ def test_one_env_file_for_several_agents_is_a_usage_error(
     assert main(argv) == 2
     assert "{agent}" in capsys.readouterr().err
     assert not env_file.exists()
+
+
+def test_env_files_of_two_owners_agents_of_one_name_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    setup = LocalPlatform(state_dir=state)  # the demo user's agent Echo
+    try:
+        other = setup.create_user("Other", "other")
+        setup.register_agent("Echo", "the other owner's", owner=other)
+    finally:
+        setup.close()
+    pattern = str(tmp_path / f"{ENV_FILE_AGENT}.env")
+    assert main(["platform", "--state", str(state), "--env-file", pattern]) == 2
+    assert "echo.env" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.env"))
 
 
 def test_a_state_dir_in_use_exits_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator
 
 import h2.config
@@ -23,12 +24,19 @@ from hyperframe.frame import DataFrame
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
-from band_trio.local import AgentCredentials, LocalPlatform, open_local_platform
-from band_trio.local.asgi import BODY_IDLE_TIMEOUT, json_bytes, route
-from band_trio.local.connections import H2_PREFACE
+from band_trio.local import AgentCredentials, HumanClient, LocalPlatform, open_local_platform
+from band_trio.local.app import UPLOAD_BYTES_IN_FLIGHT
+from band_trio.local.asgi import BODY_IDLE_TIMEOUT, MAX_JSON_VALUES, json_bytes, route
+from band_trio.local.connections import (
+    H2_PREFACE,
+    HEADER_TIMEOUT,
+    default_max_connections,
+    raise_file_limit,
+)
 from band_trio.local.refusal import fail
+from band_trio.local.routes.websocket import WEBSOCKET_IDLE_TIMEOUT
 from band_trio.local.server import WEBSOCKET_MAX_MESSAGE
-from tests.local.helpers import IO_DEADLINE, assert_error
+from tests.local.helpers import IO_DEADLINE, agent_http, assert_error, user_http
 
 BIG_BODY = 100_000
 
@@ -68,6 +76,21 @@ async def _response_head(stream: trio.SocketStream, deadline: float = IO_DEADLIN
                 break
             data += chunk
     return data
+
+
+async def _whole_response(stream: trio.SocketStream) -> bytes:
+    """One response with a ``content-length``, nothing after it."""
+    data = await _response_head(stream)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    with trio.fail_after(IO_DEADLINE):
+        while len(body) < length:
+            body += await stream.receive_some(length - len(body))
+    return head + b"\r\n\r\n" + body
 
 
 # ---------------------------------------------------------------- HTTP/2
@@ -134,6 +157,34 @@ async def test_http2_after_an_h2c_upgrade_costs_one_connection(
     await _still_answers(band_platform)
 
 
+async def test_an_h2c_upgrade_is_answered_in_http1_without_a_warning(
+    band_platform: LocalPlatform, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = band_platform.agents[0].api_key.encode()
+    heads = []
+    with caplog.at_level(logging.WARNING, logger="band_trio.local"):
+        for first in (True, False):  # the first request of a connection, or a later one
+            stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+            request = (
+                b"GET /api/v1/agent/me HTTP/1.1\r\nhost: localhost\r\nx-api-key: " + key + b"\r\n"
+            )
+            upgrade = b"connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
+            upgrade += b"http2-settings: AAMAAABkAAQAAP__\r\n\r\n"
+            with trio.fail_after(IO_DEADLINE):
+                if not first:
+                    await stream.send_all(request + b"\r\n")
+                    await _whole_response(stream)
+                await stream.send_all(request + upgrade)
+                heads.append(await _response_head(stream))
+            await stream.aclose()
+    for head in heads:
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert b"h2c" not in head.lower()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert band_platform.connection_statistics().failed == 0
+    await _still_answers(band_platform)
+
+
 # ---------------------------------------------------------------- bodies
 
 
@@ -178,15 +229,16 @@ async def test_a_stalled_body_answers_408(
 async def test_stalled_headers_are_dropped(
     band_platform: LocalPlatform, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """Half a request line and nothing more: the connection is closed after the
-    keep-alive timeout, it does not stay open for as long as the client likes."""
+    """Half a request line and nothing more: the connection is closed once the
+    header deadline passes, it does not stay open for as long as the client likes."""
     stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
     await stream.send_all(b"GET /api/v1/agent/me HTTP/1.1\r\nhost: local")
     started = trio.current_time()
     answer = await _receive_until_closed(stream, 120)
     await stream.aclose()
     assert b"200" not in answer
-    assert trio.current_time() - started <= 60
+    assert trio.current_time() - started <= HEADER_TIMEOUT + 1
+    assert band_platform.connection_statistics().cut_slow == 1
     await _still_answers(band_platform)
 
 
@@ -344,13 +396,40 @@ async def small_platform() -> AsyncIterator[LocalPlatform]:
         yield platform
 
 
-async def test_connections_per_client_are_bounded(small_platform: LocalPlatform) -> None:
+KEYLESS_REQUEST = b"GET /api/v1/agent/me HTTP/1.1\r\nhost: localhost\r\n\r\n"
+
+
+async def _keyless_keep_alive(port: int, local_address: str | None = None) -> trio.SocketStream:
+    """A connection that made one request without a key (answered 401) and stays open."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=local_address)
+    await stream.send_all(KEYLESS_REQUEST)
+    assert (await _response_head(stream)).startswith(b"HTTP/1.1 401")
+    return stream
+
+
+async def _keyed_keep_alive(
+    port: int, creds: AgentCredentials, local_address: str | None = None
+) -> trio.SocketStream:
+    """A connection that made one request with an agent key and stays open."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=local_address)
+    await stream.send_all(
+        b"GET /api/v1/agent/me HTTP/1.1\r\nhost: localhost\r\nx-api-key: "
+        + creds.api_key.encode()
+        + b"\r\n\r\n"
+    )
+    assert (await _response_head(stream)).startswith(b"HTTP/1.1 200")
+    return stream
+
+
+async def test_keyless_connections_per_address_are_bounded(small_platform: LocalPlatform) -> None:
     port = _port(small_platform)
-    held = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(3)]
+    with trio.fail_after(IO_DEADLINE):
+        held = [await _keyless_keep_alive(port) for _ in range(3)]
     try:
         with trio.fail_after(IO_DEADLINE):
             await small_platform.wait_for(lambda: small_platform.connection_statistics().open == 3)
             extra = await trio.open_tcp_stream("127.0.0.1", port)
+            await extra.send_all(KEYLESS_REQUEST)
             answer = await _receive_until_closed(extra)
             await extra.aclose()
         assert answer.startswith(b"HTTP/1.1 429")
@@ -362,6 +441,112 @@ async def test_connections_per_client_are_bounded(small_platform: LocalPlatform)
     with trio.fail_after(IO_DEADLINE):
         await small_platform.wait_for(lambda: not small_platform.connection_statistics().open)
     await _still_answers(small_platform)
+
+
+async def test_a_keyed_client_is_served_while_keyless_sockets_fill_the_bound(
+    small_platform: LocalPlatform,
+) -> None:
+    """Keyless sockets of the same address, done or still sending headers,
+    never lock out a client with a key: its connections count against its key."""
+    port = _port(small_platform)
+    held: list[trio.SocketStream] = []
+    try:
+        with trio.fail_after(IO_DEADLINE):
+            held += [await _keyless_keep_alive(port) for _ in range(3)]
+            for _ in range(3):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                await stream.send_all(b"GET /api/v1/agent/me HTTP/1.1\r\nhost: loc")
+                held.append(stream)
+            await small_platform.wait_for(lambda: small_platform.connection_statistics().open == 6)
+        for _ in range(3):  # several new connections in a row, each served
+            await _still_answers(small_platform)
+        assert small_platform.connection_statistics().cut_for_room >= 1
+    finally:
+        for stream in held:
+            await stream.aclose()
+
+
+async def test_a_connection_closed_before_its_request_frees_its_slot_at_once(
+    small_platform: LocalPlatform,
+) -> None:
+    port = _port(small_platform)
+    with trio.fail_after(IO_DEADLINE):
+        for _ in range(6):
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(b"G")
+            await stream.aclose()
+        await small_platform.wait_for(lambda: not small_platform.connection_statistics().open)
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(KEYLESS_REQUEST)
+        answer = await _response_head(stream)
+        await stream.aclose()
+    assert answer.startswith(b"HTTP/1.1 401")
+    assert small_platform.connection_statistics().refused_busy == 0
+
+
+@pytest.fixture
+async def capped_platform() -> AsyncIterator[LocalPlatform]:
+    async with open_local_platform(max_connections=4) as platform:
+        yield platform
+
+
+async def test_connections_past_the_global_cap_are_refused_with_503_logged_once(
+    capped_platform: LocalPlatform, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Other loopback addresses do not share 127.0.0.1's bound, but all of
+    them together stay under the cap: past it, 503 (never a hang), one log line."""
+    platform = capped_platform
+    port = _port(platform)
+    demo = platform.agents[0]
+    held: list[trio.SocketStream] = []
+    answers = []
+    try:
+        with caplog.at_level(logging.WARNING, logger="band_trio.local"):
+            with trio.fail_after(IO_DEADLINE):
+                # keyless connections may take half of the cap
+                held.append(await _keyless_keep_alive(port, "127.0.0.2"))
+                held.append(await _keyless_keep_alive(port, "127.0.0.3"))
+                for _ in range(3):
+                    extra = await trio.open_tcp_stream("127.0.0.1", port, local_address="127.0.0.3")
+                    await extra.send_all(KEYLESS_REQUEST)
+                    answers.append(await _receive_until_closed(extra))
+                    await extra.aclose()
+                held.append(await _keyed_keep_alive(port, demo, "127.0.0.2"))
+                held.append(await _keyed_keep_alive(port, demo, "127.0.0.3"))
+                await platform.wait_for(lambda: platform.connection_statistics().open == 4)
+                for _ in range(3):
+                    extra = await trio.open_tcp_stream("127.0.0.1", port)
+                    answers.append(await _receive_until_closed(extra))
+                    await extra.aclose()
+    finally:
+        for stream in held:
+            await stream.aclose()
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 503"), answer
+        assert b"too_many_connections" in answer
+    assert platform.connection_statistics().refused_full == 6
+    full = [r for r in caplog.records if "connections, its maximum" in r.getMessage()]
+    assert len(full) == 1
+    with trio.fail_after(IO_DEADLINE):
+        await platform.wait_for(lambda: not platform.connection_statistics().open)
+    await _still_answers(platform)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no RLIMIT_NOFILE on Windows")
+def test_the_soft_file_limit_is_raised_where_allowed() -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lower = min(soft, 256)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lower, hard))
+    try:
+        wanted = lower + 64 if hard == resource.RLIM_INFINITY else min(lower + 64, hard)
+        assert raise_file_limit(wanted) == wanted
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == wanted
+        assert raise_file_limit(lower) == wanted  # never lowered
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert default_max_connections(1024) == 768
 
 
 async def test_a_refusal_of_the_platform_is_json_without_a_500(
@@ -381,3 +566,240 @@ async def test_a_refusal_of_the_platform_is_json_without_a_500(
             assert_error(response, response.status_code)
     assert fail(408, "x").code == "request_timeout"
     await _still_answers(band_platform)
+
+
+# ---------------------------------------------------------------- terminal text
+
+TERMINAL_CONTROLS = ["\x1b]52;c;aGk=\x07", "ok\r\x1b[K", "\x9b2J", "a\u202eb", "tab\there"]
+
+
+@pytest.mark.parametrize("control", TERMINAL_CONTROLS)
+async def test_titles_and_names_refuse_control_and_bidi_characters(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient, room: str, control: str
+) -> None:
+    before = json.dumps(band_platform.state.snapshot(), default=str)
+    async with user_http(band_platform) as user:
+        with trio.fail_after(IO_DEADLINE):
+            answers = [
+                (
+                    await user.post("/chats", json={"chat": {"title": f"t {control}"}}),
+                    "/chat/title",
+                ),
+                (
+                    await user.post("/agents/register", json={"agent": {"name": f"n {control}"}}),
+                    "/agent/name",
+                ),
+                (
+                    await user.put("/profile", json={"user": {"first_name": f"f {control}"}}),
+                    "/user/first_name",
+                ),
+                (
+                    await agent.patch(f"/chats/{room}", json={"chat": {"title": f"t {control}"}}),
+                    "/chat/title",
+                ),
+            ]
+    for response, pointer in answers:
+        assert pointer in assert_error(response, 422, "validation_error")["details"]
+    assert json.dumps(band_platform.state.snapshot(), default=str) == before
+    with pytest.raises(ValueError, match="control characters"):
+        band_platform.register_agent(f"n {control}", "")
+    with pytest.raises(ValueError, match="control characters"):
+        band_platform.create_user(f"n {control}", "someone")
+    await _still_answers(band_platform)
+
+
+@pytest.mark.parametrize("handle", ["alice\n", "alice\r\n", "ali\nce", "alice/x"])
+def test_a_handle_is_matched_whole(handle: str) -> None:
+    platform = LocalPlatform()
+    with pytest.raises(ValueError, match="invalid user handle"):
+        platform.create_user("Alice", handle)
+    assert platform.state.by_handle("alice") is None
+
+
+# ---------------------------------------------------------------- browsers
+
+
+async def _upgrade_answer(platform: LocalPlatform, creds: AgentCredentials, origin: str) -> bytes:
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(platform))
+    ws = WSConnection(ConnectionType.CLIENT)
+    target = f"/api/v1/socket/websocket?api_key={creds.api_key}&agent_id={creds.id}&vsn=2.0.0"
+    host = f"127.0.0.1:{_port(platform)}"
+    with trio.fail_after(IO_DEADLINE):
+        await stream.send_all(
+            ws.send(Request(host=host, target=target, extra_headers=[(b"origin", origin.encode())]))
+        )
+        head = await _response_head(stream)
+    await stream.aclose()
+    return head
+
+
+async def test_a_websocket_upgrade_from_another_origin_is_refused(
+    band_platform: LocalPlatform, demo: AgentCredentials
+) -> None:
+    for origin in ("http://evil.example", "null", f"http://127.0.0.1:{_port(band_platform) + 1}"):
+        head = await _upgrade_answer(band_platform, demo, origin)
+        assert head.startswith(b"HTTP/1.1 403"), (origin, head)
+        assert not band_platform.connected(demo.id)
+    # the platform's own origin, as its pages would send it, is served
+    own = await _upgrade_answer(band_platform, demo, band_platform.rest_url)
+    assert own.startswith(b"HTTP/1.1 101"), own
+
+
+async def test_api_answers_say_nosniff(band_platform: LocalPlatform) -> None:
+    async with httpx.AsyncClient(base_url=band_platform.rest_url) as client:
+        with trio.fail_after(IO_DEADLINE):
+            answers = [
+                await client.get("/api/v1/agent/me"),
+                await client.get(
+                    "/api/v1/agent/me", headers={"x-api-key": band_platform.agents[0].api_key}
+                ),
+                await client.get("/no/such/path"),
+            ]
+    for response in answers:
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert len(response.headers.get_list("x-content-type-options")) == 1
+
+
+# ---------------------------------------------------------------- stored amplification
+
+
+def _memory(metadata: object) -> dict[str, object]:
+    return {
+        "memory": {
+            "content": "x",
+            "system": "long_term",
+            "type": "semantic",
+            "segment": "user",
+            "metadata": metadata,
+        }
+    }
+
+
+async def test_memory_metadata_is_bounded_as_an_events(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient
+) -> None:
+    with trio.fail_after(IO_DEADLINE):
+        small = await agent.post("/memories", json=_memory({"note": "a" * 1000}))
+        large = await agent.post("/memories", json=_memory({"note": "a" * 70_000}))
+    assert small.status_code == 201, small.text
+    assert "/memory/metadata" in assert_error(large, 422, "validation_error")["details"]
+    assert band_platform.state.snapshot()["memories"] == 1
+    await _still_answers(band_platform)
+
+
+async def test_a_body_with_too_many_values_is_refused_before_decoding(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient
+) -> None:
+    body = json.dumps(_memory({"empty": [{}] * MAX_JSON_VALUES}))
+    assert len(body) < 1024 * 1024
+    with trio.fail_after(IO_DEADLINE):
+        response = await agent.post(
+            "/memories", content=body, headers={"content-type": "application/json"}
+        )
+    error = assert_error(response, 422, "validation_error")
+    assert "too many values" in error["message"]
+    assert band_platform.state.snapshot()["memories"] == 0
+    await _still_answers(band_platform)
+
+
+# ---------------------------------------------------------------- idle sockets
+
+
+async def _open_websocket(
+    platform: LocalPlatform, creds: AgentCredentials
+) -> tuple[trio.SocketStream, WSConnection]:
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(platform))
+    ws = WSConnection(ConnectionType.CLIENT)
+    target = f"/api/v1/socket/websocket?api_key={creds.api_key}&agent_id={creds.id}&vsn=2.0.0"
+    await stream.send_all(ws.send(Request(host="localhost", target=target)))
+    accepted = False
+    while not accepted:
+        ws.receive_data(await stream.receive_some(65536))
+        accepted = any(isinstance(e, AcceptConnection) for e in ws.events())
+    return stream, ws
+
+
+async def _close_code(stream: trio.SocketStream, ws: WSConnection) -> int | None:
+    while True:
+        data = await stream.receive_some(65536)
+        ws.receive_data(data or None)
+        for event in ws.events():
+            if isinstance(event, CloseConnection):
+                return event.code
+        if not data:
+            return None
+
+
+async def test_sockets_without_frames_or_with_a_held_message_are_closed_after_a_minute(
+    band_platform: LocalPlatform, demo: AgentCredentials, autojump_clock: trio.testing.MockClock
+) -> None:
+    silent, silent_ws = await _open_websocket(band_platform, demo)
+    # another agent: a second socket of the same one would supersede the first
+    other = band_platform.register_agent("Other", "a second agent")
+    holding, holding_ws = await _open_websocket(band_platform, other)
+    # most of a message, never finished: its fragments wait in the server's buffer
+    await holding.send_all(holding_ws.send(TextMessage(data="x" * 960_000, message_finished=False)))
+    started = trio.current_time()
+    with trio.fail_after(WEBSOCKET_IDLE_TIMEOUT + IO_DEADLINE):
+        codes = [await _close_code(silent, silent_ws), await _close_code(holding, holding_ws)]
+    assert codes == [1001, 1001]
+    assert trio.current_time() - started <= WEBSOCKET_IDLE_TIMEOUT + 1
+    assert band_platform.statistics().idle_closes == 2
+    await silent.aclose()
+    await holding.aclose()
+    await _still_answers(band_platform)
+
+
+async def test_a_socket_that_sends_heartbeats_stays_open(
+    band_platform: LocalPlatform, demo: AgentCredentials, autojump_clock: trio.testing.MockClock
+) -> None:
+    stream, ws = await _open_websocket(band_platform, demo)
+    for ref in range(1, 6):  # two and a half minutes, a heartbeat every 30 s
+        await trio.sleep(30)
+        frame = json.dumps([None, str(ref), "phoenix", "heartbeat", {}])
+        await stream.send_all(ws.send(TextMessage(data=frame)))
+    with trio.fail_after(IO_DEADLINE):
+        await band_platform.wait_for(lambda: band_platform.statistics().frames_in >= 5)
+    assert band_platform.connected(demo.id)
+    assert band_platform.statistics().idle_closes == 0
+    await stream.aclose()
+
+
+# ---------------------------------------------------------------- uploads in flight
+
+
+async def test_uploads_in_flight_per_key_are_bounded() -> None:
+    async with open_local_platform(max_upload_bytes=1000) as platform:
+        demo = platform.agents[0]
+        async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
+            created = await human.create_room("uploads")
+            await human.add_participant(created["id"], demo.id)
+        path = f"/api/v1/agent/chats/{created['id']}/files"
+        head = (
+            f"PUT {path} HTTP/1.1\r\nhost: localhost\r\nx-api-key: {demo.api_key}\r\n"
+            f"x-file-name: big.bin\r\ncontent-length: 1000\r\n\r\n"
+        ).encode()
+        stalled = []
+        async with agent_http(platform, demo) as client:
+            with trio.fail_after(IO_DEADLINE):
+                for _ in range(UPLOAD_BYTES_IN_FLIGHT):
+                    stream = await trio.open_tcp_stream("127.0.0.1", _port(platform))
+                    await stream.send_all(head + b"x" * 10)  # and then nothing
+                    stalled.append(stream)
+                # both reserved (the platform wakes its waiters on each reservation)
+                await platform.wait_for(lambda: sum(platform.app._uploading.values()) == 2000)
+                refused = await client.put(
+                    path.removeprefix("/api/v1/agent"),
+                    content=b"y" * 10,
+                    headers={"x-file-name": "small.txt"},
+                )
+                assert_error(refused, 429, "too_many_uploads")
+                for stream in stalled:
+                    await stream.aclose()
+                await platform.wait_for(lambda: not platform.app._uploading)
+                accepted = await client.put(
+                    path.removeprefix("/api/v1/agent"),
+                    content=b"y" * 10,
+                    headers={"x-file-name": "small.txt"},
+                )
+        assert accepted.status_code == 201, accepted.text

@@ -14,7 +14,7 @@ from pathlib import Path
 import band_trio.local
 
 LOCAL = Path(band_trio.local.__file__).parent
-ALLOWED_OUTSIDE = {"band_trio._util", "band_trio.errors"}
+ALLOWED_OUTSIDE = {"band_trio._terminal", "band_trio._util", "band_trio.errors"}
 
 
 def _module_name(path: Path) -> str:

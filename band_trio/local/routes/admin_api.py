@@ -19,6 +19,7 @@ from band_trio.local.asgi import (
     ok,
     route,
 )
+from band_trio.local.directory import check_name
 from band_trio.local.refusal import invalid, not_found
 
 __all__ = ["ROUTES"]
@@ -106,8 +107,13 @@ def admin_clear_faults(ctx: Ctx) -> Response:
 
 def admin_create_user(ctx: Ctx) -> Response:
     body = ctx.obj()
+    name = body.req_str("name")
     try:
-        creds = ctx.services.accounts.create_user(body.req_str("name"), body.req_str("handle"))
+        check_name(name, "a user's name")
+    except ValueError as exc:
+        raise invalid("/name", str(exc)) from None
+    try:
+        creds = ctx.services.accounts.create_user(name, body.req_str("handle"))
     except ValueError as exc:
         raise invalid("/handle", str(exc)) from None
     return ok(attrs.asdict(creds), status=201)
@@ -118,11 +124,14 @@ def admin_register_agent(ctx: Ctx) -> Response:
     owner_id = body.str_("owner_id")
     if owner_id is not None and owner_id not in ctx.state.users:
         raise not_found("user")
-    creds = ctx.services.accounts.register_agent(
-        body.req_str("name"),
-        body.str_("description") or "",
-        owner_id=owner_id or ctx.services.owner_id,
-    )
+    try:
+        creds = ctx.services.accounts.register_agent(
+            body.req_str("name"),
+            body.str_("description") or "",
+            owner_id=owner_id or ctx.services.owner_id,
+        )
+    except ValueError as exc:
+        raise invalid("/name", str(exc)) from None
     return ok(attrs.asdict(creds), status=201)
 
 

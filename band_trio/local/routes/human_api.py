@@ -21,6 +21,7 @@ from band_trio.local.asgi import (
     ok,
     route,
 )
+from band_trio.local.directory import check_name
 from band_trio.local.model import JSON, RoomRecord, UserRecord, now_ts
 from band_trio.local.refusal import invalid, not_found
 
@@ -42,7 +43,10 @@ def me_register(ctx: Ctx) -> Response:
     if not name:
         raise invalid(req.at("name"), "can't be blank")
     description = (req.str_("description", max_len=2000) or "").strip()
-    agent = ctx.state.register_agent(ctx.user, name, description)
+    try:
+        agent = ctx.state.register_agent(ctx.user, name, description)
+    except ValueError as exc:
+        raise invalid(req.at("name"), str(exc)) from None
     data = {
         "agent": {
             "id": agent.id,
@@ -342,6 +346,11 @@ def me_update_profile(ctx: Ctx) -> Response:
     req = ctx.obj().req_obj("user")
     first = req.str_("first_name", max_len=100)
     last = req.str_("last_name", max_len=100)
+    for key, value in (("first_name", first), ("last_name", last)):
+        try:
+            check_name(value or "", "a user's name")
+        except ValueError as exc:
+            raise invalid(req.at(key), str(exc)) from None
     user = ctx.user
     if first is not None:
         user.first_name = first.strip()

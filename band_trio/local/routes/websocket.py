@@ -2,7 +2,9 @@
 
 The upgrade is authenticated like the real platform does it (an ``x-api-key``
 header or ``api_key`` query parameter, ``agent_id`` for agents,
-``on_conflict`` for a second connection of the same agent); a refused upgrade
+``on_conflict`` for a second connection of the same agent), and one with an
+``Origin`` header (a browser's) is refused with 403 unless the origin is the
+platform's own; a refused upgrade
 answers with an HTTP error body when the server supports it. Once accepted,
 frames go to the :class:`~band_trio.local.hub.Hub` and the socket's queued
 frames are written by a second task.
@@ -23,9 +25,12 @@ from band_trio.local.hub import CloseRequest, Connection
 from band_trio.local.model import AgentRecord
 from band_trio.local.refusal import RequestRefusedError, fail
 
-__all__ = ["WS_PATH", "serve_websocket"]
+__all__ = ["WEBSOCKET_IDLE_TIMEOUT", "WS_PATH", "serve_websocket"]
 
 WS_PATH = "/api/v1/socket/websocket"
+WEBSOCKET_IDLE_TIMEOUT = 60.0
+"""Seconds a socket may go without a whole frame (a heartbeat every 30 s keeps
+it open, as on Phoenix) before it is closed with 1001."""
 
 # The machine codes the platform puts on refused WebSocket upgrades; REST
 # errors of the same status use the generic codes of ``refusal``.
@@ -82,6 +87,17 @@ async def serve_websocket(services: Services, scope: Scope, receive: Receive, se
         parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
     )
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    origin = headers.get("origin")
+    if (
+        origin is not None
+        and origin.rstrip("/").lower() != f"http://{headers.get('host', '')}".lower()
+    ):
+        # A browser says where the page that opens the socket comes from: a page
+        # of another site must not use a key it got hold of from this machine.
+        await _refuse(
+            scope, send, fail(403, "cross-origin WebSocket upgrades are refused"), request_id
+        )
+        return
     principal = services.state.authenticate(headers.get("x-api-key") or query.get("api_key"))
     agent_id = query.get("agent_id")
     if principal is None:
@@ -130,7 +146,15 @@ async def serve_websocket(services: Services, scope: Scope, receive: Receive, se
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_write_frames, services, conn, send, nursery.cancel_scope)
                 while True:
-                    message = await receive()
+                    message = None
+                    with trio.move_on_after(WEBSOCKET_IDLE_TIMEOUT):
+                        message = await receive()
+                    if message is None:
+                        # No heartbeat, no frame: a dead client, or a message
+                        # held unfinished (its fragments buffered) on purpose.
+                        services.hub.idle_closes += 1
+                        await send({"type": "websocket.close", "code": 1001})
+                        break
                     if message["type"] == "websocket.disconnect":
                         break
                     text = message.get("text")
