@@ -361,7 +361,7 @@ def test_pyproject_makes_hypercorn_the_local_extra() -> None:
         [r for reqs in project.get("optional-dependencies", {}).values() for r in reqs]
     )
     # `uv run` syncs the dev group: it must bring the local platform in, so a
-    # fresh clone's `uv run band-trio demo` and `uv run pytest` keep working.
+    # fresh clone's `uv run pytest` and `uv run band-trio dev` keep working.
     assert "band-trio[local]" in pyproject["dependency-groups"]["dev"]
 
 

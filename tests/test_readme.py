@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import shutil
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +16,21 @@ import trio
 
 import band_trio
 from band_trio.local import HumanClient, LocalPlatform
-from tests.devloop.helpers import STEP, read_banner, replies, running, wait_for_messages
+from tests.devloop.helpers import (
+    STEP,
+    outside_the_environment,
+    read_banner,
+    replies,
+    running,
+    wait_for_messages,
+)
 
-README = Path(__file__).resolve().parents[1] / "README.rst"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.rst"
+DEMO_COMMAND = "uv run --no-dev --extra local band-trio demo"
+CLONE = "/path/to/band-trio"
+"""How the README names the user's clone."""
+DEV_TOOLS = {"pytest", "mypy", "ruff", "sphinx", "playwright", "hypothesis", "langgraph"}
 
 
 def quick_start_source() -> str:
@@ -26,8 +42,40 @@ def quick_start_source() -> str:
 
 def test_readme_gives_the_two_commands() -> None:
     text = README.read_text()
-    assert "    uv run band-trio demo\n" in text
+    assert f"    {DEMO_COMMAND}\n" in text
     assert "    uv run pytest\n" in text
+
+
+def uv() -> str:
+    found = shutil.which("uv")
+    if found is None:
+        pytest.skip("uv is not on PATH (the README's commands are uv commands)")
+    return found
+
+
+def locked_packages(*options: str) -> set[str]:
+    """The packages ``uv run OPTIONS`` installs, read from uv.lock (no network)."""
+    exported = subprocess.run(
+        [uv(), "export", "--frozen", "--no-hashes", "--format", "requirements-txt", *options],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {
+        re.split(r"[=<>;\s\[]", line, maxsplit=1)[0].lower()
+        for line in exported.splitlines()
+        if line and not line.startswith(("#", " ", "-e"))
+    }
+
+
+def test_the_demo_command_installs_only_what_the_demo_needs() -> None:
+    options = shlex.split(DEMO_COMMAND)[2:-2]
+    demo = locked_packages(*options)
+    assert {"trio", "httpx", "hypercorn", "h11"} <= demo
+    assert demo.isdisjoint(DEV_TOOLS), demo & DEV_TOOLS
+    # `uv run pytest` still installs everything the tests use.
+    assert DEV_TOOLS <= locked_packages()
 
 
 async def test_quick_start_adapter_answers(band_platform: LocalPlatform) -> None:
@@ -66,11 +114,20 @@ async def test_quick_start_adapter_answers(band_platform: LocalPlatform) -> None
 
 
 @pytest.mark.slow
-async def test_quick_start_runs_under_band_trio_dev(tmp_path: Path) -> None:
+async def test_quick_start_runs_under_band_trio_dev_from_a_folder_outside_the_clone(
+    tmp_path: Path,
+) -> None:
     text = README.read_text()
     assert "    band-trio dev echo.py --reload\n" in text
+    printed = f"    uv run --project {CLONE} band-trio dev echo.py --reload\n"
+    assert printed in text
+    command = shlex.split(printed.replace(CLONE, str(ROOT)))
+    command[command.index("--reload")] = "--no-chat"
     (tmp_path / "echo.py").write_text(quick_start_source())
-    async with running(["dev", "echo.py", "--no-chat", "--json"], tmp_path) as (dev, output):
+    # As a user types it in a new terminal; frozen so that the test never edits uv.lock.
+    env = {**outside_the_environment(), "UV_FROZEN": "1"}
+    command[0] = uv()
+    async with running([], tmp_path, command=[*command, "--json"], env=env) as (dev, output):
         info = await read_banner(output)
         (agent,) = info["agents"]
         assert agent["handle"] == "you/echo"

@@ -28,6 +28,7 @@ import attrs
 import trio
 
 from band_trio.devloop.chat import TerminalChat, install_completion
+from band_trio.devloop.commands import band_trio_command
 from band_trio.devloop.console import Console
 from band_trio.devloop.supervisor import AgentIdentity, AgentProcess
 from band_trio.devloop.targets import Target, TargetError, parse_target
@@ -177,9 +178,8 @@ def _banner(
     if options.ui is UI.WEB:
         lines.append(f"  playground: {playground_url(platform.rest_url, user.api_key)}")
     else:
-        lines.append(
-            f"  another terminal: band-trio chat --url {platform.rest_url} --token {user.api_key}"
-        )
+        chat = band_trio_command("chat", "--url", platform.rest_url, "--token", user.api_key)
+        lines.append(f"  another terminal: {chat}")
     return "\n".join(lines)
 
 

@@ -87,14 +87,24 @@ class Output:
         return "\n".join(self.lines)
 
 
+def outside_the_environment() -> dict[str, str]:
+    """The environment of a new terminal: this virtual environment not active."""
+    scripts = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and p != scripts
+    )
+    return env
+
+
 @asynccontextmanager
 async def running(
-    args: Sequence[str], cwd: Path, **kwargs: Any
+    args: Sequence[str], cwd: Path, *, command: Sequence[str] | None = None, **kwargs: Any
 ) -> AsyncIterator[tuple[trio.Process, Output]]:
-    """Run ``band-trio ARGS`` in ``cwd``; stop it by its pid on exit (SIGKILL if
-    it is still running then)."""
+    """Run ``band-trio ARGS`` (or ``command``) in ``cwd``; stop it by its pid on
+    exit (SIGKILL if it is still running then)."""
     process = await trio.lowlevel.open_process(
-        band_trio_command(*args),
+        list(command) if command is not None else band_trio_command(*args),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

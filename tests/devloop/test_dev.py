@@ -14,11 +14,13 @@ import trio
 
 from band_trio.local import HumanClient
 
+from ..conftest import masked
 from .helpers import (
     STARTUP,
     STEP,
     band_trio_command,
     echo_source,
+    outside_the_environment,
     pid_alive,
     read_banner,
     replies,
@@ -197,6 +199,33 @@ async def test_web_opens_the_playground_with_the_token(tmp_path: Path) -> None:
                 page = await client.get(url)
         assert page.status_code == 200
         assert "text/html" in page.headers["content-type"]
+        dev.send_signal(signal.SIGINT)
+        with trio.fail_after(STEP):
+            assert await dev.wait() == 0
+
+
+async def test_the_printed_chat_command_works_from_another_folder_and_terminal(
+    tmp_path: Path,
+) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "echo.py").write_text(echo_source("v1"))
+    async with running(["dev", "echo.py", "--no-chat"], project) as (dev, output):
+        line = await output.wait_for("another terminal: ", within=STARTUP)
+        printed = line.split("another terminal: ", 1)[1]
+        with trio.fail_after(STARTUP):
+            chat = await trio.run_process(
+                ["sh", "-c", printed],
+                cwd=elsewhere,
+                env=outside_the_environment(),
+                stdin=b"/quit\n",
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        assert chat.returncode == 0, masked(chat.stderr.decode())
+        assert "dev: echo" in chat.stdout.decode()
         dev.send_signal(signal.SIGINT)
         with trio.fail_after(STEP):
             assert await dev.wait() == 0
