@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import trio
@@ -89,6 +89,9 @@ class TerminalChat:
             thread); raises ``EOFError`` at the end of input. ``input`` by
             default.
         history: how many earlier messages are shown on entering a room.
+        before_post: awaited before each message is posted (``band-trio dev``
+            holds a message there while an agent restarts, so that the new
+            code answers it).
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class TerminalChat:
         new_room_invites: Sequence[str] = (),
         read_line: Callable[[str], str] = input,
         history: int = 20,
+        before_post: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.human = human
         self.console = console
@@ -109,6 +113,7 @@ class TerminalChat:
         self.new_room_invites = list(new_room_invites)
         self.read_line = read_line
         self.history = history
+        self.before_post = before_post
         self.roster = ChatDirectory()
         self.verbose = False
         self.me: dict[str, Any] = {}
@@ -328,6 +333,8 @@ class TerminalChat:
         if not mentions:
             self.say("!! nobody to talk to here: /invite @agent first")
             return
+        if self.before_post is not None:
+            await self.before_post()
         await self.human.post_message(self.room_id, content, mentions)
 
     # ------------------------------------------------------------------ commands

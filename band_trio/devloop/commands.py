@@ -32,11 +32,11 @@ def _program() -> list[str]:
         # Run from a source tree without the console script (python -m band_trio.cli).
         return [sys.executable, "-m", "band_trio.cli"]
     found = shutil.which("band-trio")
-    if found is not None and os.path.samefile(found, script):
-        # Found through the environment's own scripts folder, the bare name
-        # works only where that environment is active: a venv's is not elsewhere.
-        if not (_in_virtual_environment() and Path(found).parent == scripts):
-            return ["band-trio"]
+    # Found through a virtual environment's own scripts folder, the bare name
+    # works only where that environment is active, which another terminal is not.
+    through_venv = found is not None and _in_virtual_environment() and Path(found).parent == scripts
+    if found is not None and os.path.samefile(found, script) and not through_venv:
+        return ["band-trio"]
     return [str(script)]
 
 

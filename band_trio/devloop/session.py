@@ -21,6 +21,7 @@ import sys
 import tempfile
 import webbrowser
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,15 @@ from band_trio.devloop.chat import TerminalChat, install_completion
 from band_trio.devloop.commands import band_trio_command
 from band_trio.devloop.console import Console
 from band_trio.devloop.supervisor import AgentIdentity, AgentProcess
-from band_trio.devloop.targets import Target, TargetError, parse_target
+from band_trio.devloop.targets import Target, TargetError, check_target_exists, parse_target
 
 __all__ = ["DEV_USER_HANDLE", "UI", "DevOptions", "is_loopback", "run_chat", "run_dev"]
 
 DEV_USER_HANDLE = "you"
 """The handle of the human ``dev`` creates (agents are ``@you/<name>``)."""
 DEV_USER_NAME = "You"
+HOLD_LIMIT = 60.0
+"""Seconds a message typed during a restart waits for the agent before it is sent anyway."""
 AGENT_STATE_SUBDIR = "agents"
 """Where, under ``--state DIR``, the agents' ledgers live."""
 
@@ -85,16 +88,19 @@ class DevOptions:
     state_dir: Path | None = None
 
     def parsed_targets(self) -> list[Target]:
-        """The parsed targets.
+        """The parsed targets, each naming a file or module that exists.
 
         Raises:
-            TargetError: a malformed target, or more names than targets.
+            TargetError: a malformed target, a missing file or module, or more
+                names than targets.
         """
         if not self.targets:
             raise TargetError("give at least one TARGET (path/to/file.py or package.module:name)")
         if len(self.names) > len(self.targets):
             raise TargetError(f"{len(self.names)} --name for {len(self.targets)} target(s)")
         targets = [parse_target(t) for t in self.targets]
+        for target in targets:
+            check_target_exists(target)
         names = [n.lower() for n in self.agent_names(targets)]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
@@ -268,6 +274,7 @@ async def run_dev(
                                 room_id=room["id"],
                                 new_room_invites=[c.id for _, c in agents],
                                 read_line=read_line,
+                                before_post=partial(_hold_while_restarting, processes, console),
                             )
                             install_completion(chat.completions)
                             with _terminal_restored():
@@ -282,6 +289,22 @@ async def run_dev(
         if options.state_dir is None:
             shutil.rmtree(state_home, ignore_errors=True)
     return 0
+
+
+async def _hold_while_restarting(processes: list[AgentProcess], console: Console) -> None:
+    """Hold a message while an agent restarts, so that the new code answers it
+    (an agent that failed to load is not waited for: the message waits on the
+    platform and its next start answers it)."""
+    restarting = [p for p in processes if p.restarting]
+    if not restarting:
+        return
+    labels = ", ".join(p.label for p in restarting)
+    console.print(f"* your message waits until {labels} is running")
+    with trio.move_on_after(HOLD_LIMIT) as waited:
+        for process in restarting:
+            await process.wait_restarted()
+    if waited.cancelled_caught:
+        console.print(f"* {labels} still not running after {HOLD_LIMIT:.0f} s: sent anyway")
 
 
 async def _dev_room(human: Any, title: str, agent_ids: list[str]) -> dict[str, Any]:

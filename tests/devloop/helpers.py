@@ -44,6 +44,12 @@ def echo_source(prefix: str) -> str:
     return ECHO_SOURCE.replace("{prefix}", prefix)
 
 
+def bump_mtime(path: Path) -> None:
+    """Make an edit visible even within the file system's time resolution."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+
+
 def band_trio_command(*args: str) -> list[str]:
     script = Path(sys.executable).with_name("band-trio")
     if script.exists():

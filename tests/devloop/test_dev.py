@@ -19,6 +19,7 @@ from .helpers import (
     STARTUP,
     STEP,
     band_trio_command,
+    bump_mtime,
     echo_source,
     outside_the_environment,
     pid_alive,
@@ -35,12 +36,6 @@ def running_pid(line: str) -> int:
     match = re.search(r"pid (\d+)", line)
     assert match is not None, line
     return int(match.group(1))
-
-
-def bump_mtime(path: Path) -> None:
-    """Make an edit visible even within the file system's time resolution."""
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
 
 
 async def test_dev_answers_reloads_survives_a_broken_edit_and_stops(tmp_path: Path) -> None:
@@ -137,10 +132,13 @@ async def test_a_broken_target_without_reload_is_reported_and_dev_keeps_running(
             assert await dev.wait() == 0
 
 
-async def test_a_malformed_target_exits_2_before_starting(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["bot.py:not-a-name", "missing.py", "missing_module"])
+async def test_a_malformed_or_missing_target_exits_2_before_starting(
+    tmp_path: Path, target: str
+) -> None:
     with trio.fail_after(STARTUP):
         result = await trio.run_process(
-            band_trio_command("dev", "bot.py:not-a-name", "--no-chat"),
+            band_trio_command("dev", target, "--no-chat"),
             cwd=tmp_path,
             capture_stdout=True,
             capture_stderr=True,
