@@ -50,9 +50,7 @@ COMMANDS: dict[str, str] = {
 }
 """Every command and what it does."""
 
-_MENTION = re.compile(
-    r"(?<![\w@])@([A-Za-z0-9_][\w.-]*(?:/[\w-]+(?:\.[\w-]+)*)?)", re.ASCII
-)
+_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_][\w.-]*(?:/[\w-]+(?:\.[\w-]+)*)?)", re.ASCII)
 _TRAILING = ".,;:!?"
 _FEED_RETRY = 0.5
 _FEED_RETRY_MAX = 10.0
