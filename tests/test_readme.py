@@ -140,3 +140,33 @@ async def test_quick_start_runs_under_band_trio_dev_from_a_folder_outside_the_cl
         dev.send_signal(signal.SIGINT)
         with trio.fail_after(STEP):
             assert await dev.wait() == 0
+
+
+def test_the_readme_lists_every_chat_command() -> None:
+    from band_trio.devloop.chat import COMMANDS
+
+    text = " ".join(README.read_text().split())
+    match = re.search(r"``/help`` lists the commands: (.*?)\.(?:\s|$)", text)
+    assert match is not None
+    listed = re.findall(r"``(/\w+)``", match.group(1))
+    assert listed == list(COMMANDS)
+
+
+def test_every_page_names_the_same_claude_model() -> None:
+    from band_trio_anthropic.adapter import DEFAULT_MODEL
+
+    pages = [
+        README,
+        ROOT / "adapters" / "langgraph" / "README.rst",
+        ROOT / "adapters" / "anthropic" / "README.rst",
+    ]
+    pages += sorted((ROOT / "docs").rglob("*.rst")) + sorted((ROOT / "examples").glob("*.py"))
+    named = {
+        (page.name, model)
+        for page in pages
+        if page.exists()
+        for model in re.findall(r"\bclaude-[a-z]+-[0-9][\w.-]*", page.read_text())
+        if page.name != "changelog.rst"
+    }
+    assert named, "no page names a model"
+    assert {model for _, model in named} == {DEFAULT_MODEL}, sorted(named)
