@@ -169,5 +169,7 @@ def test_the_send_message_reference_says_what_mentions_take_and_when_it_returns_
 
     doc = inspect.getdoc(AgentToolsProtocol.send_message) or ""
     assert "mentions: who the message is for" in doc
-    assert "handle" in doc and "display name" in doc and "id" in doc
+    assert "handle (``alice``, ``@alice``, ``you/helper``), display name or id" in " ".join(
+        doc.split()
+    )
     assert "None when ``content`` is blank" in doc
