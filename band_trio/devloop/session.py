@@ -20,7 +20,7 @@ import signal
 import sys
 import tempfile
 import webbrowser
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,15 @@ from band_trio.devloop.console import Console
 from band_trio.devloop.supervisor import AgentIdentity, AgentProcess
 from band_trio.devloop.targets import Target, TargetError, check_target_exists, parse_target
 
-__all__ = ["DEV_USER_HANDLE", "UI", "DevOptions", "is_loopback", "run_chat", "run_dev"]
+__all__ = [
+    "DEV_USER_HANDLE",
+    "UI",
+    "DevOptions",
+    "ensure_room",
+    "is_loopback",
+    "run_chat",
+    "run_dev",
+]
 
 DEV_USER_HANDLE = "you"
 """The handle of the human ``dev`` creates (agents are ``@you/<name>``)."""
@@ -260,7 +268,7 @@ async def run_dev(
                 base_url=platform.rest_url, api_key=platform.user.api_key
             ) as human:
                 title = "dev: " + ", ".join(creds.name for _, creds in agents)
-                room = await _dev_room(human, title, [creds.id for _, creds in agents])
+                room = await ensure_room(human, title, [creds.id for _, creds in agents])
                 console.print(_banner(platform, room, agents, options))
                 async with trio.open_nursery() as nursery:
                     for process in processes:
@@ -307,7 +315,7 @@ async def _hold_while_restarting(processes: list[AgentProcess], console: Console
         console.print(f"* {labels} still not running after {HOLD_LIMIT:.0f} s: sent anyway")
 
 
-async def _dev_room(human: Any, title: str, agent_ids: list[str]) -> dict[str, Any]:
+async def ensure_room(human: Any, title: str, agent_ids: Sequence[str]) -> dict[str, Any]:
     """The room called ``title`` from an earlier run (a remembered platform),
     else a new one; every agent is made a participant."""
     rooms = [r for r in await human.list_rooms() if r.get("title") == title]
