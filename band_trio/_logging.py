@@ -228,6 +228,9 @@ def _resolve_format(fmt: str | None, environ: Mapping[str, str]) -> LogFormat:
     raise BandConfigError(f"{source} must be 'text' or 'json', got {fmt!r}")
 
 
+_PER_REQUEST_LOGGERS = ("httpx", "httpcore")
+
+
 def configure_logging(
     level: int | str | None = None,
     format: LogFormat | None = None,
@@ -239,7 +242,8 @@ def configure_logging(
 
     Installs one handler on the root logger (so the records of adapters and of
     your own code are formatted alike) with a :class:`ContextFilter`, and sets
-    the root logger's level. Calling it again replaces the handler it installed
+    the root logger's level. httpx's per-request lines (loggers ``httpx`` and
+    ``httpcore``) show only at ``DEBUG``. Calling it again replaces the handler it installed
     before; handlers installed by anything else are left alone.
 
     Each setting is taken from the argument, else from the environment
@@ -271,4 +275,10 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(resolved_level)
+    # httpx logs every request at INFO: those lines drown the agent's own, so
+    # they show only at DEBUG.
+    for name in _PER_REQUEST_LOGGERS:
+        logging.getLogger(name).setLevel(
+            logging.NOTSET if resolved_level <= logging.DEBUG else logging.WARNING
+        )
     return handler

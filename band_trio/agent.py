@@ -86,6 +86,19 @@ _LINK_BUFFER = 256
 only absorbs bursts; the link applies back-pressure beyond it)."""
 
 
+_ROOMS_LOGGED = 10
+"""How many room ids the start-up line names (the rest are counted)."""
+
+
+def _rooms_served(rooms: list[str]) -> str:
+    """``serving 2 room(s): id1, id2`` for the start-up line."""
+    if not rooms:
+        return "serving no room yet"
+    named = ", ".join(rooms[:_ROOMS_LOGGED])
+    more = len(rooms) - _ROOMS_LOGGED
+    return f"serving {len(rooms)} room(s): {named}" + (f" and {more} more" if more > 0 else "")
+
+
 def _unserved_capabilities(feature_flags: Mapping[str, Any] | None) -> frozenset[Capability]:
     """The capabilities the deployment does not serve, from ``/me`` feature flags
     at start-up.
@@ -458,10 +471,11 @@ class Agent:
                             engine.start_contacts(contacts)
                         state.started = self._health.started = True
                         logger.info(
-                            "agent %s (%s) serving %d room(s)",
+                            "agent %s (%s) connected to %s; %s",
                             me.name,
                             agent_id,
-                            len(engine.serving_rooms()),
+                            runtime.ws_url,
+                            _rooms_served(sorted(engine.serving_rooms())),
                         )
                         task_status.started()
                         self._changes.notify()

@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -126,7 +126,9 @@ def _platform_info(platform: object, env_files: Sequence[str] = ()) -> dict[str,
     return info
 
 
-def _print_info(info: dict[str, object], as_json: bool) -> None:
+def _print_info(
+    info: dict[str, object], as_json: bool, chat_rooms: Mapping[str, str] | None = None
+) -> None:
     exposed = info.get("exposed")
     if exposed is not None:
         # Loud and on stderr, so that it is seen even when stdout is piped.
@@ -166,6 +168,15 @@ def _print_info(info: dict[str, object], as_json: bool) -> None:
             f"    BAND_AGENT_ID={agent['id']}",
             f"    BAND_API_KEY={secret(agent['api_key'])}",
         ]
+        room_id = (chat_rooms or {}).get(agent["id"])
+        if room_id is not None and exposed is None:
+            # Lazy: the dev loop needs the `local` extra, as this command does.
+            from band_trio.devloop.commands import band_trio_command
+
+            chat = band_trio_command(
+                "chat", "--url", str(info["rest_url"]), "--token", str(user["api_key"])
+            )
+            lines.append(f"    talk to it:   {chat} --room {room_id}")
     env_files = info.get("env_files", [])
     assert isinstance(env_files, list)
     lines += [f"  Env file:      {path}" for path in env_files]
@@ -231,10 +242,31 @@ async def _serve_platform(
                 env_files = _env_file_paths(args.env_file, [_slug(a.handle) for a in agents])
                 for path, creds in zip(env_files, agents, strict=True):
                     _write_env_file(path, platform.agent_env(creds))
-            _print_info(_platform_info(platform, env_files), args.json)
+            chat_rooms = {} if args.json else await _chat_rooms(platform, targets)
+            _print_info(_platform_info(platform, env_files), args.json, chat_rooms)
             async for _ in signals:
                 break
             nursery.cancel_scope.cancel()
+
+
+async def _chat_rooms(platform: object, targets: Sequence[object]) -> dict[str, str]:
+    """A room of the user with each agent (found again by its title with
+    ``--state``), for the printed chat commands; none off loopback."""
+    # Lazy: the local platform is the optional `local` extra.
+    from band_trio.devloop.session import ensure_room
+    from band_trio.local import AgentCredentials, HumanClient, LocalPlatform
+    from band_trio.local.server import is_loopback
+
+    assert isinstance(platform, LocalPlatform)
+    if not is_loopback(platform.host):
+        return {}
+    rooms = {}
+    async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
+        for agent in targets:
+            if isinstance(agent, AgentCredentials):
+                room = await ensure_room(human, f"chat with {agent.name}", [agent.id])
+                rooms[agent.id] = str(room["id"])
+    return rooms
 
 
 def _require_local() -> None:

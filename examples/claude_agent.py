@@ -127,12 +127,7 @@ async def main() -> list[str]:
 
                 with trio.fail_after(30):
                     await platform.wait_for(answered)
-        names = {platform.user.id: platform.user.name, creds.id: creds.name}
-        lines = [
-            f"{names.get(m.sender_id, m.sender_id)}: {m.content}"
-            for m in state.messages
-            if m.message_type == "text"
-        ]
+        lines = platform.transcript(room["id"])
         lines += [f"memory: {m.content}" for m in platform.state.memories.values()]
         return lines
 

@@ -154,3 +154,22 @@ def test_an_included_example_is_accepted(tmp_path: Path) -> None:
     page = tmp_path / "page.rst"
     page.write_text(f".. literalinclude:: {REPO / 'examples' / 'embedding.py'}\n", encoding="utf-8")
     assert problems(page) == []
+
+
+def test_the_langgraph_page_names_the_package_of_its_chat_model() -> None:
+    page = (DOCS / "tutorial" / "langgraph.rst").read_text()
+    assert "from langchain_anthropic import ChatAnthropic" in page
+    assert "pip install band-trio-langgraph langchain-anthropic" in " ".join(page.split())
+
+
+def test_the_send_message_reference_says_what_mentions_take_and_when_it_returns_none() -> None:
+    import inspect
+
+    from band_trio.adapter import AgentToolsProtocol
+
+    doc = inspect.getdoc(AgentToolsProtocol.send_message) or ""
+    assert "mentions: who the message is for" in doc
+    assert "handle (``alice``, ``@alice``, ``you/helper``), display name or id" in " ".join(
+        doc.split()
+    )
+    assert "None when ``content`` is blank" in doc

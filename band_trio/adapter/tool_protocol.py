@@ -110,7 +110,24 @@ class AgentToolsProtocol(Protocol):
     def send_message(
         self, content: str, mentions: Sequence[str], *, attachment_ids: Sequence[str] | None = None
     ) -> Awaitable[MessageSent | None]:
-        """Post a chat message to the room, mentioning at least one participant."""
+        """Post a chat message to the room, mentioning at least one participant.
+
+        Args:
+            content: the message text (``@handle`` words in it are plain text;
+                who is mentioned is ``mentions``).
+            mentions: who the message is for, at least one: each a participant's
+                handle (``alice``, ``@alice``, ``you/helper``), display name or
+                id, from the room's roster (one roster refresh is made for a
+                name not in it). Use ``[msg.sender_id]`` to answer the sender.
+            attachment_ids: files uploaded before, to attach.
+
+        Returns:
+            The platform's receipt, or None when ``content`` is blank or only
+            whitespace (nothing is posted and the turn has not replied).
+
+        Raises:
+            BandToolError: no mention, or a participant the roster does not know.
+        """
         ...
 
     def send_notice(self, content: str, mentions: Sequence[str]) -> Awaitable[MessageSent | None]:

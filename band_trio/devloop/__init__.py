@@ -8,6 +8,7 @@ later) and ``band-trio chat`` (a human's terminal chat on a local platform).
 * :mod:`~band_trio.devloop.watch` — noticing source changes;
 * :mod:`~band_trio.devloop.chat`, :mod:`~band_trio.devloop.render` and
   :mod:`~band_trio.devloop.console` — the terminal chat;
+* :mod:`~band_trio.devloop.commands` — the commands printed for the user to type;
 * :mod:`~band_trio.devloop.session` — the two commands put together.
 
 It needs the ``local`` extra (the embedded platform and its human client).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import trio
@@ -25,7 +25,14 @@ from band_trio.devloop.console import Console
 from band_trio.devloop.render import ChatDirectory, render_event, render_message, shorten
 from band_trio.errors import BandError
 
-__all__ = ["COMMANDS", "TerminalChat", "install_completion"]
+__all__ = [
+    "COMMANDS",
+    "TerminalChat",
+    "completion_matches",
+    "install_completion",
+    "resolve_handle",
+    "resolve_mentions",
+]
 
 COMMANDS: dict[str, str] = {
     "/rooms": "list your rooms",
@@ -44,9 +51,65 @@ COMMANDS: dict[str, str] = {
 }
 """Every command and what it does."""
 
-_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_][\w.-]*(?:/[\w-]+(?:\.[\w-]+)*)?)")
+_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_][\w.-]*(?:/[\w-]+(?:\.[\w-]+)*)?)", re.ASCII)
+_TRAILING = ".,;:!?"
 _FEED_RETRY = 0.5
 _FEED_RETRY_MAX = 10.0
+
+
+def resolve_handle(word: str, candidates: Mapping[str, str]) -> str | None:
+    """The id of the candidate (id -> handle) that ``@word`` names: the one whose
+    handle is ``word``, else the only one whose handle ends with ``/word``
+    (``@echo`` for ``@you/echo``); letter case does not matter.
+
+    The browser playground applies the same rule (``resolveMentions`` in its
+    ``app.js``); ``tests/mention_cases.json`` holds both to it.
+    """
+    word = word.lstrip("@").rstrip(_TRAILING).lower()
+    if not word:
+        return None
+    exact = [pid for pid, handle in candidates.items() if handle.lower() == word]
+    if exact:
+        return exact[0]
+    short = [pid for pid, handle in candidates.items() if handle.lower().endswith("/" + word)]
+    return short[0] if len(short) == 1 else None
+
+
+def resolve_mentions(text: str, candidates: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The message ``text`` with every ``@word`` that names a candidate (see
+    :func:`resolve_handle`) written as the full handle, and the ids mentioned,
+    in order, each once. A word naming nobody stays as it is."""
+    mentioned: list[str] = []
+
+    def full(match: re.Match[str]) -> str:
+        word = match.group(1)
+        stripped = word.rstrip(_TRAILING)
+        pid = resolve_handle(stripped, candidates)
+        if pid is None:
+            return match.group(0)
+        if pid not in mentioned:
+            mentioned.append(pid)
+        return "@" + candidates[pid] + word[len(stripped) :]
+
+    return _MENTION.sub(full, text), mentioned
+
+
+def completion_matches(text: str, words: Sequence[str]) -> list[str]:
+    """The words that complete ``text``: those starting with it, and for an
+    ``@owner/name`` handle also ``@`` + the start of ``name`` (``@ec`` completes
+    to ``@you/echo``)."""
+    lowered = text.lower()
+    return [
+        w
+        for w in words
+        if w.startswith(text)
+        or (
+            lowered.startswith("@")
+            and "/" in w
+            and w.startswith("@")
+            and w.rsplit("/", 1)[1].lower().startswith(lowered[1:])
+        )
+    ]
 
 
 def install_completion(words: Callable[[], Sequence[str]]) -> None:
@@ -64,7 +127,7 @@ def install_completion(words: Callable[[], Sequence[str]]) -> None:
 
     def complete(text: str, state: int) -> str | None:
         if state == 0:
-            matches[:] = [w for w in words() if w.startswith(text)]
+            matches[:] = completion_matches(text, words())
         return matches[state] if state < len(matches) else None
 
     readline.set_completer_delims(" \t\n")
@@ -90,6 +153,9 @@ class TerminalChat:
             thread); raises ``EOFError`` at the end of input. ``input`` by
             default.
         history: how many earlier messages are shown on entering a room.
+        before_post: awaited before each message is posted (``band-trio dev``
+            holds a message there while an agent restarts, so that the new
+            code answers it).
     """
 
     def __init__(
@@ -101,6 +167,7 @@ class TerminalChat:
         new_room_invites: Sequence[str] = (),
         read_line: Callable[[str], str] = input,
         history: int = 20,
+        before_post: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.human = human
         self.console = console
@@ -110,6 +177,7 @@ class TerminalChat:
         self.new_room_invites = list(new_room_invites)
         self.read_line = read_line
         self.history = history
+        self.before_post = before_post
         self.roster = ChatDirectory()
         self.verbose = False
         self.me: dict[str, Any] = {}
@@ -295,40 +363,23 @@ class TerminalChat:
 
     # ------------------------------------------------------------------ messages
 
-    def _resolve_handle(self, word: str, candidates: Sequence[str]) -> str | None:
-        """The id of the candidate whose handle is ``word``, or ends with
-        ``/word`` for exactly one of them."""
-        word = word.lstrip("@").rstrip(".,;:!?")
-        exact = [p for p in candidates if self.roster.handles.get(p) == word]
-        if exact:
-            return exact[0]
-        short = [p for p in candidates if self.roster.handles.get(p, "").endswith("/" + word)]
-        return short[0] if len(short) == 1 else None
+    def _candidates(self, ids: Sequence[str]) -> dict[str, str]:
+        """Who a mention may name among ``ids`` (id -> handle): not the user."""
+        me = self.me.get("id")
+        return {p: self.roster.handles[p] for p in ids if p in self.roster.handles and p != me}
 
     async def _post(self, text: str) -> None:
         if self.room_id is None:
             self.say("!! no room: /new creates one")
             return
-        mentions: list[str] = []
-        content = text
-        for match in _MENTION.finditer(text):
-            pid = self._resolve_handle(match.group(1), self._participants)
-            if pid is None:
-                continue
-            handle = self.roster.handles[pid]
-            if pid not in mentions:
-                mentions.append(pid)
-            # Write the full handle, so "@echo" reads as the mention it is.
-            content = re.sub(
-                rf"(?<![\w@])@{re.escape(match.group(1).rstrip('.,;:!?'))}(?![\w/-])",
-                "@" + handle,
-                content,
-            )
+        content, mentions = resolve_mentions(text, self._candidates(self._participants))
         if not mentions:
             mentions = [p for p in self._participants if p in self.roster.agents]
         if not mentions:
             self.say("!! nobody to talk to here: /invite @agent first")
             return
+        if self.before_post is not None:
+            await self.before_post()
         await self.human.post_message(self.room_id, content, mentions)
 
     # ------------------------------------------------------------------ commands
@@ -390,7 +441,7 @@ class TerminalChat:
         peers = await self.human.peers(not_in_chat=room_id)
         for peer in peers:
             self.roster.learn(peer)
-        pid = self._resolve_handle(handle, [p["id"] for p in peers])
+        pid = resolve_handle(handle, self._candidates([p["id"] for p in peers]))
         if pid is None:
             self.say(f"!! nobody called {handle} can join this room")
             return
@@ -403,7 +454,7 @@ class TerminalChat:
         room_id = self._room()
         agent_id = None
         if who:
-            agent_id = self._resolve_handle(who, self._participants)
+            agent_id = resolve_handle(who, self._candidates(self._participants))
             if agent_id is None:
                 self.say(f"!! no agent {who} in this room")
                 return

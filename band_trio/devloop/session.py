@@ -20,7 +20,8 @@ import signal
 import sys
 import tempfile
 import webbrowser
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +29,17 @@ import attrs
 import trio
 
 from band_trio.devloop.chat import TerminalChat, install_completion
+from band_trio.devloop.commands import band_trio_command
 from band_trio.devloop.console import Console
 from band_trio.devloop.supervisor import AgentIdentity, AgentProcess
-from band_trio.devloop.targets import Target, TargetError, parse_target
+from band_trio.devloop.targets import Target, TargetError, check_target_exists, parse_target
 
 __all__ = [
     "DEV_USER_HANDLE",
     "ENV_USER_TOKEN",
     "UI",
     "DevOptions",
+    "ensure_room",
     "is_loopback",
     "run_chat",
     "run_dev",
@@ -48,6 +51,8 @@ DEV_USER_NAME = "You"
 ENV_USER_TOKEN = "BAND_USER_TOKEN"
 """Where ``band-trio chat`` reads the user's key when ``--token`` is not given."""
 HIDDEN_TOKEN = "(hidden: not bound to loopback; --json prints it)"
+HOLD_LIMIT = 60.0
+"""Seconds a message typed during a restart waits for the agent before it is sent anyway."""
 AGENT_STATE_SUBDIR = "agents"
 """Where, under ``--state DIR``, the agents' ledgers live."""
 
@@ -95,16 +100,19 @@ class DevOptions:
     state_dir: Path | None = None
 
     def parsed_targets(self) -> list[Target]:
-        """The parsed targets.
+        """The parsed targets, each naming a file or module that exists.
 
         Raises:
-            TargetError: a malformed target, or more names than targets.
+            TargetError: a malformed target, a missing file or module, or more
+                names than targets.
         """
         if not self.targets:
             raise TargetError("give at least one TARGET (path/to/file.py or package.module:name)")
         if len(self.names) > len(self.targets):
             raise TargetError(f"{len(self.names)} --name for {len(self.targets)} target(s)")
         targets = [parse_target(t) for t in self.targets]
+        for target in targets:
+            check_target_exists(target)
         names = [n.lower() for n in self.agent_names(targets)]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
@@ -193,9 +201,8 @@ def _banner(
     else:
         # In the environment, not in argv: a command line is visible to every
         # local user in the process list.
-        lines.append(
-            f"  another terminal: {ENV_USER_TOKEN}={token} band-trio chat --url {platform.rest_url}"
-        )
+        chat = band_trio_command("chat", "--url", platform.rest_url)
+        lines.append(f"  another terminal: {ENV_USER_TOKEN}={token} {chat}")
     return "\n".join(lines)
 
 
@@ -270,7 +277,7 @@ async def run_dev(
                 base_url=platform.rest_url, api_key=platform.user.api_key
             ) as human:
                 title = "dev: " + ", ".join(creds.name for _, creds in agents)
-                room = await _dev_room(human, title, [creds.id for _, creds in agents])
+                room = await ensure_room(human, title, [creds.id for _, creds in agents])
                 console.print(_banner(platform, room, agents, options))
                 async with trio.open_nursery() as nursery:
                     for process in processes:
@@ -284,6 +291,7 @@ async def run_dev(
                                 room_id=room["id"],
                                 new_room_invites=[c.id for _, c in agents],
                                 read_line=read_line,
+                                before_post=partial(_hold_while_restarting, processes, console),
                             )
                             install_completion(chat.completions)
                             with _terminal_restored():
@@ -300,7 +308,23 @@ async def run_dev(
     return 0
 
 
-async def _dev_room(human: Any, title: str, agent_ids: list[str]) -> dict[str, Any]:
+async def _hold_while_restarting(processes: list[AgentProcess], console: Console) -> None:
+    """Hold a message while an agent restarts, so that the new code answers it
+    (an agent that failed to load is not waited for: the message waits on the
+    platform and its next start answers it)."""
+    restarting = [p for p in processes if p.restarting]
+    if not restarting:
+        return
+    labels = ", ".join(p.label for p in restarting)
+    console.print(f"* your message waits until {labels} is running")
+    with trio.move_on_after(HOLD_LIMIT) as waited:
+        for process in restarting:
+            await process.wait_restarted()
+    if waited.cancelled_caught:
+        console.print(f"* {labels} still not running after {HOLD_LIMIT:.0f} s: sent anyway")
+
+
+async def ensure_room(human: Any, title: str, agent_ids: Sequence[str]) -> dict[str, Any]:
     """The room called ``title`` from an earlier run (a remembered platform),
     else a new one; every agent is made a participant."""
     rooms = [r for r in await human.list_rooms() if r.get("title") == title]

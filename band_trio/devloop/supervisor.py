@@ -29,6 +29,8 @@ from band_trio.devloop.watch import SourceWatch, discover_sources
 __all__ = ["AgentIdentity", "AgentProcess", "AgentState"]
 
 _CHILD_MODULE = "band_trio.devloop.child"
+WATCH_INTERVAL = 0.3
+"""Seconds between two looks at the watched source files."""
 
 
 @attrs.frozen
@@ -55,6 +57,8 @@ class AgentState(enum.Enum):
 
     STARTING = "starting"
     READY = "ready"
+    RESTARTING = "restarting"
+    """A source file changed: the running process is being stopped for a new one."""
     FAILED = "failed"
     """The target did not load, or the process ended on its own."""
     STOPPED = "stopped"
@@ -97,11 +101,34 @@ class AgentProcess:
         self.python = python
         self._say = say
         self.state = AgentState.STOPPED
+        self._state_changed = trio.Event()
         self.starts = 0
         """How many processes were started."""
         self.pid: int | None = None
         """The pid of the running process, if any."""
         self.watch = SourceWatch([str(target.path)] if target.path else [])
+
+    def _set_state(self, state: AgentState) -> None:
+        self.state = state
+        self._state_changed.set()
+        self._state_changed = trio.Event()
+
+    @property
+    def restarting(self) -> bool:
+        """Whether the agent is starting, or will restart for a source change
+        (saved, and not yet noticed by the watch, included)."""
+        if self.state in (AgentState.STARTING, AgentState.RESTARTING):
+            return True
+        return self.reload and self.watch.pending()
+
+    async def wait_restarted(self) -> None:
+        """Wait while :attr:`restarting`: until the new process is ready, or
+        it failed to load (its messages then wait on the platform for the next
+        start)."""
+        while self.restarting:
+            # The watch notices a saved file within one poll; look again then.
+            with trio.move_on_after(WATCH_INTERVAL):
+                await self._state_changed.wait()
 
     @property
     def label(self) -> str:
@@ -135,8 +162,6 @@ class AgentProcess:
         while True:
             changed = await self._run_once()
             if changed:
-                names = ", ".join(_short(f, self.target.root) for f in changed)
-                self._say(f"* {self.label}: {names} changed, restarting")
                 continue
             if not self.reload:
                 self._say(f"* {self.label} stopped (run with --reload to restart it on save)")
@@ -144,14 +169,16 @@ class AgentProcess:
             if not any(stamp is not None for stamp in self.watch.files.values()):
                 self.watch.watch(discover_sources(self.target.root))
             self._say(f"* {self.label}: waiting for a change to its source to restart")
-            changed = await self.watch.wait_for_change()
-            names = ", ".join(_short(f, self.target.root) for f in changed)
-            self._say(f"* {self.label}: {names} changed, restarting")
+            self._say_restarting(await self.watch.wait_for_change(WATCH_INTERVAL))
+
+    def _say_restarting(self, changed: list[str]) -> None:
+        names = ", ".join(_short(f, self.target.root) for f in changed)
+        self._say(f"* {self.label}: {names} changed, restarting")
 
     async def _run_once(self) -> list[str]:
         """Run one process to its end; returns the changed files when it was
         stopped for a reload, an empty list when it ended on its own."""
-        self.state = AgentState.STARTING
+        self._set_state(AgentState.STARTING)
         self.starts += 1
         process = await trio.lowlevel.open_process(
             [self.python, "-m", _CHILD_MODULE, self.target.spec],
@@ -170,7 +197,11 @@ class AgentProcess:
                 if self.reload:
 
                     async def stop_on_change() -> None:
-                        changed.extend(await self.watch.wait_for_change())
+                        changed.extend(await self.watch.wait_for_change(WATCH_INTERVAL))
+                        # Said before the old process stops, so that what it
+                        # prints (and the platform's "offline") comes after.
+                        self._set_state(AgentState.RESTARTING)
+                        self._say_restarting(changed)
                         await self._terminate(process)
 
                     nursery.start_soon(stop_on_change)
@@ -186,9 +217,8 @@ class AgentProcess:
                         await stream.aclose()
                 self.pid = None
         if changed:
-            self.state = AgentState.STOPPED
             return changed
-        self.state = AgentState.FAILED
+        self._set_state(AgentState.FAILED)
         if code not in (0, EXIT_LOAD_ERROR):
             self._say(f"* {self.label}: the agent process exited with status {code}")
         return []
@@ -230,10 +260,10 @@ class AgentProcess:
             assert isinstance(files, list)
             self.watch.watch(str(f) for f in files)
         elif event == "ready":
-            self.state = AgentState.READY
+            self._set_state(AgentState.READY)
             self._say(f"* {self.label} is running ({self.target.spec}, pid {self.pid})")
         elif event == "error":
-            self.state = AgentState.FAILED
+            self._set_state(AgentState.FAILED)
             text = str(report.get("text", ""))
             indented = "\n".join("  " + row for row in text.splitlines())
             self._say(f"* {self.label} could not load {self.target.spec}:\n{indented}")

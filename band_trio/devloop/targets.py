@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -60,6 +61,7 @@ __all__ = [
     "TargetError",
     "TargetKind",
     "build_agent",
+    "check_target_exists",
     "import_target",
     "is_adapter",
     "is_adapter_class",
@@ -158,6 +160,34 @@ def parse_target(spec: str) -> Target:
     if not all(part.isidentifier() for part in where.split(".")):
         raise TargetError(f"{spec!r}: {where!r} is neither a .py file nor a dotted module name")
     return Target(spec=spec, path=None, module=where, attribute=attribute)
+
+
+def check_target_exists(target: Target) -> None:
+    """Check, without importing anything, that the target's file exists, or that
+    its module's top-level package can be found (in the current directory or
+    on ``sys.path``).
+
+    Raises:
+        TargetError: no such file, or no such module.
+    """
+    if target.path is not None:
+        if not target.path.is_file():
+            what = "a directory, not a .py file" if target.path.is_dir() else "no such file"
+            raise TargetError(f"{target.spec!r}: {what} ({target.path})")
+        return
+    assert target.module is not None
+    top = target.module.split(".", 1)[0]
+    if top in sys.modules or top in sys.builtin_module_names:
+        return
+    spec = importlib.machinery.PathFinder.find_spec(top, [str(target.root), *sys.path])
+    if spec is None:
+        raise TargetError(
+            f"{target.spec!r}: no such file, and no module named {top!r} in "
+            f"{target.root} or on sys.path (a file needs its .py)"
+        )
+    if spec.origin is None and top == target.module:
+        # A directory without __init__.py imports as an empty namespace package.
+        raise TargetError(f"{target.spec!r}: a directory, not a .py file or a package")
 
 
 def import_target(target: Target) -> ModuleType:

@@ -59,6 +59,7 @@ class SourceWatch:
 
     def __init__(self, files: Iterable[str] = ()) -> None:
         self._stamps: dict[str, FileStamp] = {}
+        self._settling = False
         self.watch(files)
 
     @property
@@ -82,6 +83,12 @@ class SourceWatch:
                 changed.append(name)
         return changed
 
+    def pending(self) -> bool:
+        """Whether a change is on its way: :meth:`wait_for_change` saw one and
+        waits for the writes to settle, or some file differs from its last seen
+        stamp (nothing is remembered: :meth:`changed` still reports it)."""
+        return self._settling or any(stamp(name) != old for name, old in self._stamps.items())
+
     async def wait_for_change(self, interval: float = 0.3, settle: float = 0.1) -> list[str]:
         """Poll every ``interval`` seconds until some file changed; then wait
         ``settle`` seconds (an editor may write a file in several steps) and
@@ -89,6 +96,10 @@ class SourceWatch:
         while True:
             changed = self.changed()
             if changed:
-                await trio.sleep(settle)
-                return sorted({*changed, *self.changed()})
+                self._settling = True
+                try:
+                    await trio.sleep(settle)
+                    return sorted({*changed, *self.changed()})
+                finally:
+                    self._settling = False
             await trio.sleep(interval)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import re
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -89,6 +90,10 @@ class _SavingChangeFeed(ChangeFeed):
     def publish(self) -> None:
         self._state_file.save(self._saved_state)
         super().publish()
+
+
+_MENTION_TOKEN = re.compile(r"@\[\[([^\[\]\s]+)\]\]")
+"""The platform's form of a mention in a message's content."""
 
 
 class LocalPlatform:
@@ -498,6 +503,25 @@ class LocalPlatform:
             return self.state.post_message(user, room_id, Obj(body))
         finally:
             self._flush()
+
+    def transcript(self, room_id: str) -> list[str]:
+        """The room's text messages as a person reads them: ``"<sender>: <text>"``
+        lines, oldest first, each ``@[[id]]`` mention token shown as ``@handle``.
+
+        Raises:
+            KeyError: no such room.
+        """
+        lines = []
+        for message in self.state.rooms[room_id].messages:
+            if message.message_type != "text":
+                continue
+            content = _MENTION_TOKEN.sub(self._mention_label, message.content)
+            lines.append(f"{message.sender_name}: {content}")
+        return lines
+
+    def _mention_label(self, token: re.Match[str]) -> str:
+        principal = self.state.principal(token.group(1))
+        return "@" + principal.handle if principal is not None else token.group(0)
 
     # ------------------------------------------------------------------ controls
 

@@ -947,7 +947,8 @@ class Room:
             finally:
                 self._turn = None
                 turn.done.set()
-            self._svc.turn_durations.record(trio.current_time() - started)
+            duration = trio.current_time() - started
+            self._svc.turn_durations.record(duration)
             charged = settlement.charges_attempt(end)
             if (
                 settlement.may_have_replied(end)
@@ -965,6 +966,7 @@ class Room:
                 attempt=attempt,
                 error=error,
                 failure_reported=turn.ledger.reported,
+                duration=duration,
             )
         finally:
             # Interrupts, stops, refused claims and cancellation do not use up

@@ -50,6 +50,17 @@ _WORK_LIST_PAGE_SIZE = 100
 _WORK_LIST_MAX_PAGES = 10
 
 
+_OUTCOMES: Mapping[TurnEnd, str] = {
+    TurnEnd.SUCCESS: "answered",
+    TurnEnd.DROPPED: "dropped by the preprocessor",
+    TurnEnd.NOT_ACCEPTED: "not accepted by the adapter; retrying later",
+    TurnEnd.INTERRUPTED: "interrupted",
+    TurnEnd.STOPPED: "stopped; left processing",
+    TurnEnd.PLATFORM_STOPPED: "stopped by the platform",
+}
+"""How the one INFO line says a turn ended (the other ends are warnings or errors)."""
+
+
 class Settler:
     """Settles one room's messages.
 
@@ -88,8 +99,9 @@ class Settler:
         attempt: Attempt,
         error: Exception | None,
         failure_reported: bool,
+        duration: float = 0.0,
     ) -> MessageOutcome:
-        """Settle a message after its turn ended as ``end``."""
+        """Settle a message after its turn ended as ``end`` (after ``duration`` seconds)."""
         room_id = self._room_id
         logger.debug("room %s: turn for %s ended: %s", room_id, message_id, end.value)
         decided = settle(
@@ -99,29 +111,39 @@ class Settler:
             report_failures=self._config.report_turn_failures,
             failure_reported=failure_reported,
         )
-        if end is TurnEnd.INTERRUPTED:
-            logger.info("room %s: turn for %s interrupted", room_id, message_id)
-        elif end is TurnEnd.STOPPED:
-            logger.info("room %s: turn for %s stopped; left processing", room_id, message_id)
-        elif end is TurnEnd.NOT_ACCEPTED:
-            logger.info("room %s: adapter did not accept %s; retrying later", room_id, message_id)
-        elif end is TurnEnd.MISSING_REPLY:
-            logger.warning("room %s: turn for %s ended without a reply", room_id, message_id)
+        # One line per handled message: INFO when it went as asked, WARNING or
+        # ERROR (with the traceback) when it did not.
+        if end is TurnEnd.MISSING_REPLY:
+            logger.warning(
+                "room %s: message %s: turn ended without a reply after %.2f s",
+                room_id,
+                message_id,
+                duration,
+            )
         elif end is TurnEnd.TIMEOUT:
             logger.warning(
-                "room %s: turn for %s timed out after %ss",
+                "room %s: message %s: turn timed out after %ss",
                 room_id,
                 message_id,
                 self._config.turn_timeout,
             )
         elif end is TurnEnd.ERROR:
             logger.error(
-                "room %s: turn for %s failed (attempt %d of %d)",
+                "room %s: message %s: turn failed after %.2f s (attempt %d of %d)",
                 room_id,
                 message_id,
+                duration,
                 attempt.number,
                 attempt.max_attempts,
                 exc_info=error,
+            )
+        else:
+            logger.info(
+                "room %s: message %s %s in %.2f s",
+                room_id,
+                message_id,
+                _OUTCOMES[end],
+                duration,
             )
         return await self.carry_out(message_id, decided)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from band_trio.local import HumanClient, LocalPlatform
 def restore_root_logger() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    httpx_levels = {n: logging.getLogger(n).level for n in ("httpx", "httpcore")}
     try:
         yield
     finally:
@@ -33,6 +35,8 @@ def restore_root_logger() -> Iterator[None]:
             if handler not in handlers:
                 root.removeHandler(handler)
         root.setLevel(level)
+        for name, httpx_level in httpx_levels.items():
+            logging.getLogger(name).setLevel(httpx_level)
 
 
 def _records(text: str) -> list[dict[str, Any]]:
@@ -179,12 +183,13 @@ class Echo(SimpleAdapter[HistoryProvider]):
         self.replied.set()
 
 
-@pytest.mark.usefixtures("restore_root_logger")
-async def test_a_whole_run_logged_as_json_has_the_ids_and_no_key(
-    band_platform: LocalPlatform,
-) -> None:
+async def _one_message_logged(
+    band_platform: LocalPlatform, level: str
+) -> tuple[list[dict[str, Any]], str, str, str]:
+    """An agent answers one message, logged as JSON at ``level``; returns the
+    records, the JSON text, the room id and the message id."""
     stream = io.StringIO()
-    configure_logging("DEBUG", "json", stream=stream, environ={})
+    configure_logging(level, "json", stream=stream, environ={})
     creds = band_platform.agents[0]
     adapter = Echo()
     with trio.fail_after(30):
@@ -216,9 +221,17 @@ async def test_a_whole_run_logged_as_json_has_the_ids_and_no_key(
                     ):
                         await trio.sleep(0.01)
     text = stream.getvalue()
+    return _records(text), text, room_id, message_id
+
+
+@pytest.mark.usefixtures("restore_root_logger")
+async def test_a_whole_run_logged_as_json_has_the_ids_and_no_key(
+    band_platform: LocalPlatform,
+) -> None:
+    records, text, room_id, message_id = await _one_message_logged(band_platform, "DEBUG")
+    creds = band_platform.agents[0]
     assert creds.api_key not in text
     assert band_platform.user.api_key not in text
-    records = _records(text)
     agent_records = [
         r
         for r in records
@@ -238,3 +251,27 @@ async def test_a_whole_run_logged_as_json_has_the_ids_and_no_key(
     for_message = [r for r in agent_records if r.get("message_id") == message_id]
     assert any(r["logger"] == "band_trio.runtime.room" for r in for_message)
     assert all(r["room_id"] == room_id for r in for_message)
+
+    # At DEBUG, httpx's per-request lines are there.
+    assert any(r["logger"] == "httpx" for r in records)
+
+
+@pytest.mark.usefixtures("restore_root_logger")
+async def test_at_info_an_agent_says_where_it_serves_and_one_line_per_message(
+    band_platform: LocalPlatform,
+) -> None:
+    records, _, room_id, message_id = await _one_message_logged(band_platform, "INFO")
+    agent_records = [
+        r
+        for r in records
+        if r["logger"].startswith("band_trio.")
+        and not r["logger"].startswith(("band_trio.local", "band_trio.example"))
+    ]
+    (started,) = [r for r in agent_records if "connected to" in r["message"]]
+    assert band_platform.ws_url in started["message"]
+    assert f"serving 1 room(s): {room_id}" in started["message"]
+    (handled,) = [r for r in agent_records if r.get("message_id") == message_id]
+    assert handled["level"] == "INFO"
+    assert handled["room_id"] == room_id
+    assert re.search(rf"message {message_id} answered in \d+\.\d\d s", handled["message"])
+    assert not [r for r in records if r["logger"] in ("httpx", "httpcore")]

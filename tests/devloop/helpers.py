@@ -46,6 +46,12 @@ def echo_source(prefix: str) -> str:
     return ECHO_SOURCE.replace("{prefix}", prefix)
 
 
+def bump_mtime(path: Path) -> None:
+    """Make an edit visible even within the file system's time resolution."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+
+
 def band_trio_command(*args: str) -> list[str]:
     script = Path(sys.executable).with_name("band-trio")
     if script.exists():
@@ -89,14 +95,24 @@ class Output:
         return "\n".join(self.lines)
 
 
+def outside_the_environment() -> dict[str, str]:
+    """The environment of a new terminal: this virtual environment not active."""
+    scripts = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and p != scripts
+    )
+    return env
+
+
 @asynccontextmanager
 async def running(
-    args: Sequence[str], cwd: Path, **kwargs: Any
+    args: Sequence[str], cwd: Path, *, command: Sequence[str] | None = None, **kwargs: Any
 ) -> AsyncIterator[tuple[trio.Process, Output]]:
-    """Run ``band-trio ARGS`` in ``cwd``; stop it by its pid on exit (SIGKILL if
-    it is still running then)."""
+    """Run ``band-trio ARGS`` (or ``command``) in ``cwd``; stop it by its pid on
+    exit (SIGKILL if it is still running then)."""
     process = await trio.lowlevel.open_process(
-        band_trio_command(*args),
+        list(command) if command is not None else band_trio_command(*args),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import queue
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from band_trio.devloop.chat import COMMANDS, TerminalChat
+from band_trio.devloop.chat import COMMANDS, TerminalChat, completion_matches, resolve_mentions
 from band_trio.local import HumanClient, LocalPlatform
 
 from .helpers import RecordingConsole
@@ -132,3 +134,24 @@ async def test_completion_offers_participants_and_commands(
     words = chat.completions()
     assert words[:2] == ["@demo", f"@{demo.handle}"]
     assert set(COMMANDS) <= set(words)
+
+
+MENTION_CASES = json.loads((Path(__file__).parents[1] / "mention_cases.json").read_text())
+
+
+@pytest.mark.parametrize("case", MENTION_CASES["cases"], ids=lambda case: case["text"])
+def test_mentions_resolve_by_the_shared_rule(case: dict[str, Any]) -> None:
+    candidates = {c["id"]: c["handle"] for c in MENTION_CASES["candidates"]}
+    content, ids = resolve_mentions(case["text"], candidates)
+    assert (content, [candidates[i] for i in ids]) == (case["content"], case["mentions"])
+
+
+def test_tab_completes_the_part_after_the_owner_too() -> None:
+    words = ["@alice", "@you/echo", "@you/weather", "/help"]
+    assert completion_matches("@ec", words) == ["@you/echo"]
+    assert completion_matches("@you/", words) == ["@you/echo", "@you/weather"]
+    assert completion_matches("@", words) == ["@alice", "@you/echo", "@you/weather"]
+    assert completion_matches("@al", words) == ["@alice"]
+    assert completion_matches("@yo", words) == ["@you/echo", "@you/weather"]
+    assert completion_matches("/he", words) == ["/help"]
+    assert completion_matches("@zz", words) == []

@@ -13,7 +13,7 @@ import band_trio
 import band_trio.adapter
 from band_trio.local import LocalPlatform
 
-from .helpers import STARTUP, STEP, echo_source, on_terminal, pid_alive
+from .helpers import STARTUP, STEP, bump_mtime, echo_source, on_terminal, pid_alive
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +33,9 @@ async def test_dev_opens_the_chat_which_talks_completes_and_makes_rooms(tmp_path
         await term.type("@you/e\t completed\r")
         at = await term.wait_for("@you: @you/echo completed", after=at)
         at = await term.wait_for("v1: @you/echo completed", after=at)
+        await term.type("@ec\t by its name\r")
+        at = await term.wait_for("@you: @you/echo by its name", after=at)
+        at = await term.wait_for("v1: @you/echo by its name", after=at)
         await term.type("@echo short\r")
         at = await term.wait_for("@you: @you/echo short", after=at)
         at = await term.wait_for("v1: @you/echo short", after=at)
@@ -140,3 +143,29 @@ async def test_dev_stops_its_agents_on_sigint_mid_line(tmp_path: Path) -> None:
         with trio.fail_after(STEP):
             assert await term.process.wait() == 0
         assert not pid_alive(agent_pid)
+
+
+async def test_a_message_typed_during_a_reload_is_answered_by_the_new_code(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "echo.py"
+    source.write_text(echo_source("v1"))
+    async with on_terminal(["dev", "echo.py", "--reload"], tmp_path) as term:
+        await term.wait_for("Type a message", within=STARTUP)
+        at = await term.wait_for("@you/echo is running", within=STARTUP)
+        source.write_text(echo_source("v2"))
+        bump_mtime(source)
+        # Typed at once, before the watch has even looked at the file.
+        await term.type("@echo right after saving\r")
+        held = await term.wait_for("your message waits until @you/echo is running", after=at)
+        restarting = await term.wait_for("echo.py changed, restarting", after=at)
+        # The restart is announced before the old process goes offline.
+        offline = await term.wait_for("@you/echo is offline", after=restarting)
+        running_again = await term.wait_for("@you/echo is running", after=offline)
+        posted = await term.wait_for("@you: @you/echo right after saving", after=held)
+        assert posted > running_again
+        await term.wait_for("v2: @you/echo right after saving", after=posted)
+        assert "v1: @you/echo right after saving" not in term.screen
+        await term.type("/quit\r")
+        with trio.fail_after(STEP):
+            assert await term.process.wait() == 0

@@ -14,11 +14,14 @@ import trio
 
 from band_trio.local import HumanClient
 
+from ..conftest import masked
 from .helpers import (
     STARTUP,
     STEP,
     band_trio_command,
+    bump_mtime,
     echo_source,
+    outside_the_environment,
     pid_alive,
     read_banner,
     replies,
@@ -33,12 +36,6 @@ def running_pid(line: str) -> int:
     match = re.search(r"pid (\d+)", line)
     assert match is not None, line
     return int(match.group(1))
-
-
-def bump_mtime(path: Path) -> None:
-    """Make an edit visible even within the file system's time resolution."""
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
 
 
 async def test_dev_answers_reloads_survives_a_broken_edit_and_stops(tmp_path: Path) -> None:
@@ -135,10 +132,13 @@ async def test_a_broken_target_without_reload_is_reported_and_dev_keeps_running(
             assert await dev.wait() == 0
 
 
-async def test_a_malformed_target_exits_2_before_starting(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["bot.py:not-a-name", "missing.py", "missing_module"])
+async def test_a_malformed_or_missing_target_exits_2_before_starting(
+    tmp_path: Path, target: str
+) -> None:
     with trio.fail_after(STARTUP):
         result = await trio.run_process(
-            band_trio_command("dev", "bot.py:not-a-name", "--no-chat"),
+            band_trio_command("dev", target, "--no-chat"),
             cwd=tmp_path,
             capture_stdout=True,
             capture_stderr=True,
@@ -197,6 +197,33 @@ async def test_web_opens_the_playground_with_the_token(tmp_path: Path) -> None:
                 page = await client.get(url)
         assert page.status_code == 200
         assert "text/html" in page.headers["content-type"]
+        dev.send_signal(signal.SIGINT)
+        with trio.fail_after(STEP):
+            assert await dev.wait() == 0
+
+
+async def test_the_printed_chat_command_works_from_another_folder_and_terminal(
+    tmp_path: Path,
+) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "echo.py").write_text(echo_source("v1"))
+    async with running(["dev", "echo.py", "--no-chat"], project) as (dev, output):
+        line = await output.wait_for("another terminal: ", within=STARTUP)
+        printed = line.split("another terminal: ", 1)[1]
+        with trio.fail_after(STARTUP):
+            chat = await trio.run_process(
+                ["sh", "-c", printed],
+                cwd=elsewhere,
+                env=outside_the_environment(),
+                stdin=b"/quit\n",
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        assert chat.returncode == 0, masked(chat.stderr.decode())
+        assert "dev: echo" in chat.stdout.decode()
         dev.send_signal(signal.SIGINT)
         with trio.fail_after(STEP):
             assert await dev.wait() == 0

@@ -34,7 +34,13 @@ def test_loopback_hosts(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 
 
-def test_options_need_a_target_and_no_more_names_than_targets() -> None:
+def test_options_need_a_target_and_no_more_names_than_targets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.py", "a/echo.py", "b/echo.py", "pkg/__init__.py", "pkg/b.py"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("")
     with pytest.raises(TargetError, match="at least one TARGET"):
         DevOptions(targets=()).parsed_targets()
     with pytest.raises(TargetError, match="2 --name for 1 target"):
@@ -61,6 +67,27 @@ async def test_the_banner_prints_the_token_once(band_platform: LocalPlatform) ->
     assert f"{band_platform.rest_url}/playground?token={token}" in web
     chat = _banner(band_platform, room, agents, DevOptions(targets=("echo.py",)))
     assert f"BAND_USER_TOKEN={token} band-trio chat --url {band_platform.rest_url}" in chat
+
+
+def test_a_target_that_names_nothing_is_refused_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    for spec, error in (
+        ("missing.py", "no such file"),
+        ("sub/missing.py", "no such file"),
+        ("folder", "a directory, not a .py file"),
+        ("missing_module", "no module named 'missing_module'"),
+        ("missing_package.module:make", "no module named 'missing_package'"),
+    ):
+        with pytest.raises(TargetError, match=error):
+            DevOptions(targets=(spec,)).parsed_targets()
+    (tmp_path / "here.py").write_text("")
+    assert [t.module for t in DevOptions(targets=("here", "json")).parsed_targets()] == [
+        "here",
+        "json",
+    ]
 
 
 def test_the_dev_and_chat_command_lines() -> None:

@@ -71,3 +71,21 @@ def test_discovery_skips_hidden_dirs_caches_and_virtual_environments(tmp_path: P
         str(tmp_path / "pkg" / "mod.py"),
         str(tmp_path / "top.py"),
     ]
+
+
+async def test_a_change_is_pending_until_it_is_reported_and_while_it_settles(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    path = tmp_path / "a.py"
+    path.write_text("a = 1\n")
+    watch = SourceWatch([str(path)])
+    assert not watch.pending()
+    touch(path, "a = 2\n")
+    assert watch.pending()
+    assert watch.pending(), "looking does not consume the change"
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch.wait_for_change, 0.5, 1.0)
+        await trio.sleep(0.5)
+        # Seen by the poll, not yet returned: still pending.
+        assert watch.pending()
+    assert not watch.pending()

@@ -258,3 +258,39 @@ async def test_serving_on_loopback_logs_no_warning(caplog: pytest.LogCaptureFixt
         async with open_local_platform():
             pass
     assert not [r for r in caplog.records if "not loopback" in r.getMessage()]
+
+
+@pytest.mark.slow
+async def test_the_banner_prints_a_chat_command_that_opens_a_room_with_the_agent(
+    tmp_path: Path,
+) -> None:
+    from tests.devloop.helpers import outside_the_environment
+
+    process = await trio.lowlevel.open_process(
+        cli_command("platform"), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        with trio.fail_after(STARTUP_DEADLINE):
+            assert process.stdout is not None
+            output = b""
+            while b"talk to it:" not in output or not output.endswith(b"\n"):
+                chunk = await process.stdout.receive_some(4096)
+                assert chunk, output
+                output += chunk
+            line = next(li for li in output.decode().splitlines() if "talk to it:" in li)
+            printed = line.split("talk to it:", 1)[1].strip()
+            chat = await trio.run_process(
+                ["sh", "-c", printed],
+                cwd=tmp_path,
+                env=outside_the_environment(),
+                stdin=b"/quit\n",
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        assert chat.returncode == 0, chat.stderr
+        assert "=== chat with Echo — @demo, @demo/echo" in chat.stdout.decode()
+    finally:
+        if process.returncode is None:
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()

@@ -61,3 +61,15 @@ async def test_an_inproc_post_fails_like_the_rest_call(
         band_platform.post_message(room, "let me in", [demo.handle], sender=outsider)
     with pytest.raises(KeyError):
         band_platform.post_message(room, "hello", [demo.handle], sender="not-a-user")
+
+
+async def test_the_transcript_shows_mentions_as_handles(
+    band_platform: LocalPlatform, demo: AgentCredentials, room: str
+) -> None:
+    band_platform.post_message(room, f"@{demo.handle} hello, and @[[nobody-known]]", [demo.handle])
+    user = band_platform.user
+    assert band_platform.transcript(room) == [
+        f"{user.name}: @{demo.handle} hello, and @[[nobody-known]]"
+    ]
+    with pytest.raises(KeyError):
+        band_platform.transcript("no-such-room")

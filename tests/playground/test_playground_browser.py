@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.playground.world import BROKEN_WORD, FAILURE, ROOM_TITLE, SLOW_WORD, THOUGHT, World
+from tests.playground.world import (
+    BROKEN_WORD,
+    FAILURE,
+    ROOM_TITLE,
+    SLOW_WORD,
+    THOUGHT,
+    World,
+    running_world,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -123,3 +132,31 @@ def test_the_page_needs_the_users_key(page: Page, world: World) -> None:
     assert response is not None
     assert response.status == 401
     expect(page.locator("body")).to_contain_text("/playground?token=")
+
+
+MENTION_CASES = json.loads((Path(__file__).parents[1] / "mention_cases.json").read_text())
+
+
+def test_mentions_resolve_by_the_terminal_chats_rule(page: Page, world: World) -> None:
+    open_room(page, world)
+    for case in MENTION_CASES["cases"]:
+        resolved = page.evaluate(
+            "([text, candidates]) => resolveMentions(text, candidates)",
+            [case["text"], MENTION_CASES["candidates"]],
+        )
+        assert resolved == {"content": case["content"], "mentions": case["mentions"]}, case
+
+
+def test_a_short_mention_goes_to_that_agent_only(page: Page) -> None:
+    with running_world(quiet_agent="quiet") as world:
+        assert world.quiet_agent_handle is not None
+        open_room(page, world)
+        expect(page.locator("#agents li")).to_have_count(2)
+        short = world.agent_handle.rsplit("/", 1)[1]
+        send(page, f"@{short} what is the weather?")
+        mine = page.locator(".msg.text.mine").last
+        expect(mine.locator(".mention")).to_have_text(f"@{world.agent_handle}")
+        expect(page.locator(".msg.text:not(.mine)").last).to_contain_text("sunny in Lyon")
+        expect(mine.locator(".delivery")).to_contain_text("processed")
+        expect(mine.locator(".delivery span[data-agent]")).to_have_count(1)
+        expect(mine.locator(f'.delivery span[data-agent="{world.agent_id}"]')).to_have_count(1)

@@ -79,18 +79,23 @@ class World:
     agent_id: str
     agent_name: str
     agent_handle: str
+    quiet_agent_handle: str | None = None
+    """A second agent in the room that is not running (``running_world(quiet_agent=...)``)."""
 
     @property
     def playground_url(self) -> str:
         return f"{self.rest_url}/playground?token={self.token}"
 
 
-async def _serve(ready: queue.Queue[Any]) -> None:
+async def _serve(ready: queue.Queue[Any], quiet_agent: str | None) -> None:
     async with open_local_platform() as platform:
         creds = platform.agents[0]
+        quiet = platform.ensure_agent(quiet_agent, "Never runs") if quiet_agent else None
         async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
             room = await human.create_room(ROOM_TITLE)
             await human.add_participant(room["id"], creds.id)
+            if quiet is not None:
+                await human.add_participant(room["id"], quiet.id)
         agent = Agent.create(
             adapter=WeatherAdapter(),
             agent_id=creds.id,
@@ -109,20 +114,24 @@ async def _serve(ready: queue.Queue[Any]) -> None:
                 agent_id=creds.id,
                 agent_name=creds.name,
                 agent_handle=creds.handle,
+                quiet_agent_handle=quiet.handle if quiet is not None else None,
             )
             ready.put((world, trio.lowlevel.current_trio_token(), nursery.cancel_scope))
             await trio.sleep_forever()
 
 
 @contextmanager
-def running_world(start_timeout: float = 30.0) -> Iterator[World]:
-    """Run the platform and the agent on a thread for the ``with`` block."""
+def running_world(
+    start_timeout: float = 30.0, *, quiet_agent: str | None = None
+) -> Iterator[World]:
+    """Run the platform and the agent on a thread for the ``with`` block
+    (with ``quiet_agent``, a second agent of that name in the room, not running)."""
     ready: queue.Queue[Any] = queue.Queue()
     failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            trio.run(_serve, ready)
+            trio.run(_serve, ready, quiet_agent)
         except BaseException as exc:
             failure.append(exc)
             ready.put(None)

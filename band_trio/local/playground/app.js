@@ -376,16 +376,32 @@ function mentionable() {
   return state.participants.filter((p) => p.handle && (!state.me || p.id !== state.me.id));
 }
 
-function mentionsIn(text) {
-  const found = [];
-  for (const p of mentionable()) {
-    const escaped = p.handle.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-    if (new RegExp(`(^|[^A-Za-z0-9_])@${escaped}(?![A-Za-z0-9_/-])`, "i").test(text)) found.push(p.handle);
-  }
-  if (!found.length) {
-    for (const p of state.participants) if (p.type === "Agent" && p.handle) found.push(p.handle);
-  }
-  return found;
+// The terminal chat's rule (resolve_mentions in band_trio/devloop/chat.py):
+// "@word" names the participant whose handle is word, else the only one whose
+// handle ends with "/word"; letter case does not matter; a named participant's
+// word is written as the full handle. tests/mention_cases.json holds both to it.
+const MENTION_RE = /(?<![A-Za-z0-9_@])@([A-Za-z0-9_][A-Za-z0-9_.-]*(?:\/[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)?)/g;
+const TRAILING_RE = /[.,;:!?]+$/;
+
+function resolveHandle(word, candidates) {
+  const wanted = word.replace(/^@/, "").replace(TRAILING_RE, "").toLowerCase();
+  if (!wanted) return null;
+  const exact = candidates.find((c) => c.handle.toLowerCase() === wanted);
+  if (exact) return exact;
+  const short = candidates.filter((c) => c.handle.toLowerCase().endsWith("/" + wanted));
+  return short.length === 1 ? short[0] : null;
+}
+
+function resolveMentions(text, candidates) {
+  const mentions = [];
+  const content = text.replace(MENTION_RE, (whole, word) => {
+    const stripped = word.replace(TRAILING_RE, "");
+    const found = resolveHandle(stripped, candidates);
+    if (!found) return whole;
+    if (!mentions.includes(found.handle)) mentions.push(found.handle);
+    return "@" + found.handle + word.slice(stripped.length);
+  });
+  return { content, mentions };
 }
 
 async function send(event) {
@@ -393,13 +409,18 @@ async function send(event) {
   const input = $("message-input");
   const text = input.value.trim();
   if (!text || !state.roomId) return;
-  const mentions = mentionsIn(text);
+  const resolved = resolveMentions(text, mentionable());
+  let mentions = resolved.mentions;
+  if (!mentions.length) {
+    // Naming nobody: every agent in the room.
+    mentions = state.participants.filter((p) => p.type === "Agent" && p.handle).map((p) => p.handle);
+  }
   if (!mentions.length) {
     notice("Mention someone with @handle: there is no agent in this room.");
     return;
   }
   await api("POST", `/chats/${state.roomId}/messages`, {
-    message: { content: text, mentions: mentions.map((handle) => ({ handle })) },
+    message: { content: resolved.content, mentions: mentions.map((handle) => ({ handle })) },
   });
   input.value = "";
   hideMenu();
