@@ -10,8 +10,8 @@ Two patterns:
   per room and tool set, with the Band tools as LangChain tools), or a static
   compiled ``graph``.
 
-The graph runs on the asyncio loop of an :class:`~band_trio_langgraph.bridge.
-AsyncioBridge` (a worker thread); the Band tools it calls run on Trio, on the
+The graph runs on the asyncio loop of a ``band_trio_asyncio.AsyncioBridge``
+(a worker thread); the Band tools it calls run on Trio, on the
 turn's tools object. The thread id of a room is the room id; the checkpointer
 defaults to an in-memory saver. Nothing reaches the room except through
 tools: the graph's final text is never posted, and a turn that neither
@@ -28,6 +28,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol, cast
 
 import attrs
+from band_trio_asyncio import (
+    DEFAULT_CANCEL_GRACE,
+    AsyncioBridge,
+    BridgeStatistics,
+    TrioPortal,
+)
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -56,12 +62,6 @@ from band_trio.adapter import (
     report_failure,
 )
 from band_trio_langgraph._core_names import ToolCategory
-from band_trio_langgraph.bridge import (
-    DEFAULT_CANCEL_GRACE,
-    AsyncioBridge,
-    BridgeStatistics,
-    TrioPortal,
-)
 from band_trio_langgraph.converter import LangChainHistoryConverter
 from band_trio_langgraph.graph import build_agent_graph
 from band_trio_langgraph.tools import BandTool, TurnState, wrap_tools

@@ -28,11 +28,10 @@ from typing import Any, TypeVar
 
 import trio
 import trio.lowlevel
+from band_trio_asyncio import AsyncioBridge, TrioPortal
 from band_trio_langgraph import (
-    AsyncioBridge,
     LangChainHistoryConverter,
     LangGraphAdapter,
-    TrioPortal,
 )
 from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage

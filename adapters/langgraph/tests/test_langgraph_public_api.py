@@ -20,13 +20,8 @@ from band_trio import (
 
 def test_public_names() -> None:
     assert sorted(band_trio_langgraph.__all__) == [
-        "AsyncioBridge",
-        "AsyncioTaskCancelledError",
-        "BridgeClosedError",
-        "BridgeStatistics",
         "CheckpointerFactory",
         "CompiledGraph",
-        "DEFAULT_CANCEL_GRACE",
         "DEFAULT_RECURSION_LIMIT",
         "HISTORY_START",
         "INTERRUPTED_TOOL_RESULT",
@@ -35,7 +30,6 @@ def test_public_names() -> None:
         "LangGraphAdapterConfig",
         "LangGraphStatistics",
         "PROVIDER",
-        "TrioPortal",
         "__version__",
         "band_tools",
         "build_agent_graph",

@@ -1,6 +1,7 @@
-"""Run asyncio code (LangGraph) from Trio: one asyncio loop in a worker thread.
+"""Run asyncio code from Trio: one asyncio loop in a worker thread.
 
-LangGraph and LangChain are asyncio-only. :class:`AsyncioBridge` owns one
+Frameworks such as LangGraph and PydanticAI are asyncio-only.
+:class:`AsyncioBridge` owns one
 asyncio event loop running in one worker thread, shared by every room of an
 agent; a Trio task hands it a coroutine with :meth:`AsyncioBridge.run` and
 waits for the outcome without blocking Trio. The coroutine receives a
@@ -60,7 +61,7 @@ __all__ = [
     "TrioPortal",
 ]
 
-logger = logging.getLogger("band_trio_langgraph.bridge")
+logger = logging.getLogger("band_trio_asyncio")
 
 T = TypeVar("T")
 
@@ -115,7 +116,7 @@ class BridgeStatistics:
 _UNFINISHED: list[asyncio.Task[Any]] = []
 """Tasks that ignored cancellation when their bridge closed (never resumed)."""
 
-_CURRENT_RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("band_trio_langgraph_run")
+_CURRENT_RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("band_trio_asyncio_run")
 
 
 def _task_factory(
@@ -311,8 +312,8 @@ class AsyncioBridge:
     The thread starts in :meth:`start` (or the first :meth:`run`, if it was
     not called), without blocking Trio, and stops in :meth:`aclose`; use the
     bridge as an async context manager, or let the adapter that owns it start
-    and close it (``LangGraphAdapter`` starts it in ``on_started`` and closes
-    it in ``cleanup_all``). After :meth:`aclose` the next :meth:`start` or
+    and close it (an adapter starts it in ``on_started`` and closes it in
+    ``cleanup_all``). After :meth:`aclose` the next :meth:`start` or
     :meth:`run` starts a new thread.
 
     Args:
@@ -391,7 +392,7 @@ class AsyncioBridge:
         The thread is started from a Trio worker thread: ``Thread.start``
         waits until the OS has scheduled the new thread, which would block the
         Trio loop for that long. :meth:`run` starts it when needed; calling
-        this first (``LangGraphAdapter.on_started`` does) keeps that wait out
+        this first (from an adapter's ``on_started``) keeps that wait out
         of the first turn. Idempotent.
 
         Raises:
