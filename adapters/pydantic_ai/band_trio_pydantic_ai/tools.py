@@ -1,0 +1,313 @@
+"""Band tools as pydantic-ai tools, and the tool events of a turn.
+
+The tools a model sees are built from the schemas the turn's tools object
+renders (capabilities and filters applied, numeric bounds kept), one
+``pydantic_ai.Tool`` each. They are ``sequential``: pydantic-ai runs the tool
+calls of one response concurrently unless a tool is a barrier, and posts
+must reach the room in the order the model gave them. The arguments are not
+validated by pydantic-ai: band-trio's dispatch validates them and answers
+with the same texts as every adapter's.
+
+A tool does not hold a turn: it finds the turn it runs in through a context
+variable that :class:`TurnState` sets on the asyncio side of each turn (tasks
+pydantic-ai starts inherit it). So one tool set serves every turn, and a run
+abandoned after a cancel can never act on a later turn (its portal is closed).
+
+:class:`BandEvents`, a pydantic-ai capability given to every run, posts a
+``tool_call`` event before each function tool runs and a ``tool_result``
+event after it (with ``Emit.TOOL_CALLS``): the model's tool call id, the
+result as the JSON text the model was given, and ``is_error`` for every
+failure (a failed Band tool, an exception of a plain tool, arguments that
+failed validation and were sent back for a retry). An exception of a plain
+tool reaches the model as a failed tool return, never as an error of the turn.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import attrs
+import pydantic
+import pydantic_core
+from band_trio_asyncio import TrioPortal
+from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ToolFailedError, ToolRetryError
+from pydantic_ai.messages import BinaryContent, ToolCallPart, ToolReturnPart
+from pydantic_ai.tools import ToolDefinition
+
+from band_trio import (
+    AgentToolsProtocol,
+    CustomTools,
+    Emit,
+    ToolErrorKind,
+    ToolResult,
+)
+from band_trio.adapter import (
+    Usage,
+    image_blocks_placeholder,
+    post_tool_call,
+    post_tool_result,
+)
+
+__all__ = ["BandEvents", "TurnState", "band_tool", "current_turn", "image_contents"]
+
+logger = logging.getLogger("band_trio_pydantic_ai")
+
+NO_REPLY_TOOL: Final = "band_no_reply"
+SEND_MESSAGE_TOOL: Final = "band_send_message"
+_READ_FILE: Final = "band_read_room_file"
+
+_TURN: contextvars.ContextVar[TurnState] = contextvars.ContextVar("band_trio_pydantic_ai_turn")
+
+
+@attrs.define(eq=False)
+class TurnState:
+    """What the asyncio side of one turn needs: the turn's tools and portal.
+
+    Created on Trio for each turn; :meth:`enter` makes it the current turn of
+    the asyncio task running the agent (and of every task pydantic-ai starts
+    from it).
+
+    Attributes:
+        tools: the turn's room-bound tools object.
+        portal: calls into the turn's Trio nursery.
+        emit: the adapter's emit flags.
+        custom_tools: typed custom tools to dispatch with the platform tools.
+        usage: token usage summed over the turn's model responses.
+        replied: a ``band_send_message`` call of the turn succeeded.
+        declined: a ``band_no_reply`` call of the current batch succeeded.
+        failed: a tool call of the current batch failed.
+    """
+
+    tools: AgentToolsProtocol
+    portal: TrioPortal
+    emit: frozenset[Emit]
+    custom_tools: CustomTools | None = None
+    usage: Usage = attrs.field(factory=Usage)
+    replied: bool = False
+    declined: bool = False
+    failed: bool = False
+
+    def enter(self) -> None:
+        """Make this the current turn of the running asyncio context."""
+        _TURN.set(self)
+
+    def new_batch(self) -> None:
+        """Forget the previous batch's outcome (before a response's calls run)."""
+        self.declined = self.failed = False
+
+    @property
+    def emits_tool_calls(self) -> bool:
+        """``tool_call``/``tool_result`` events are posted."""
+        return Emit.TOOL_CALLS in self.emit
+
+    # -- Trio side (called through the portal)
+
+    async def dispatch(self, name: str, args: Mapping[str, Any]) -> ToolResult:
+        """Run a platform or custom tool on Trio; never raises."""
+        try:
+            if self.custom_tools is not None:
+                value = await self.tools.execute_tool_call(
+                    name, args, custom_tools=self.custom_tools
+                )
+            else:
+                value = await self.tools.execute_tool_call(name, args)
+        except Exception as exc:
+            # AgentTools never raises here; another tools object might.
+            logger.exception("tool %s raised", name)
+            return ToolResult.error(
+                name, ToolErrorKind.INTERNAL_ERROR, f"Error executing {name}: {exc}"
+            )
+        return value if isinstance(value, ToolResult) else ToolResult.ok(name, value)
+
+    async def post_call(self, name: str, args: Mapping[str, Any], call_id: str) -> None:
+        """Post a ``tool_call`` event (on Trio)."""
+        await post_tool_call(self.tools, name, args, call_id)
+
+    async def post_result(self, name: str, output: str, call_id: str, is_error: bool) -> None:
+        """Post a ``tool_result`` event (on Trio)."""
+        await post_tool_result(self.tools, name, output, call_id, is_error=is_error)
+
+    async def post_thought(self, text: str) -> None:
+        """Post a ``thought`` event (on Trio), best-effort."""
+        try:
+            await self.tools.send_event(text, "thought")
+        except Exception as exc:
+            logger.warning("could not post a thought event: %r", exc)
+
+
+def current_turn() -> TurnState | None:
+    """The turn the running asyncio context belongs to, or None outside a turn."""
+    return _TURN.get(None)
+
+
+def image_contents(result: ToolResult) -> list[BinaryContent] | None:
+    """The images of a ``band_read_room_file`` image result, or None."""
+    value = result.value
+    if result.is_error or result.tool_name != _READ_FILE or not isinstance(value, Mapping):
+        return None
+    items = value.get("content")
+    if not isinstance(items, list) or not items:
+        return None
+    images: list[BinaryContent] = []
+    for item in items:
+        if not (
+            isinstance(item, Mapping)
+            and item.get("type") == "image"
+            and isinstance(item.get("data"), str)
+            and isinstance(item.get("mimeType"), str)
+        ):
+            return None
+        try:
+            raw = base64.b64decode(item["data"], validate=True)
+        except ValueError:
+            return None
+        images.append(BinaryContent(data=raw, media_type=item["mimeType"]))
+    return images
+
+
+def band_tool(name: str, description: str, parameters: Mapping[str, Any]) -> Tool[Any]:
+    """The pydantic-ai tool of one Band (platform or custom) tool.
+
+    It runs, on Trio, through the current turn's ``execute_tool_call``; a
+    failed call raises :class:`~pydantic_ai.ToolFailed` with band-trio's text,
+    which the model gets as a failed tool return (no retry budget spent).
+    """
+
+    async def call(**kwargs: Any) -> Any:
+        turn = current_turn()
+        if turn is None:
+            raise ToolFailed(f"Error executing {name}: no Band turn is running")
+        result = await turn.portal.run(turn.dispatch, name, kwargs)
+        if result.is_error:
+            raise ToolFailed(result.text)
+        if name == NO_REPLY_TOOL:
+            turn.declined = True
+        elif name == SEND_MESSAGE_TOOL:
+            turn.replied = True
+        images = image_contents(result)
+        return images if images is not None else result.text
+
+    schema = dict(parameters) if parameters else {"type": "object", "properties": {}}
+    return Tool.from_schema(call, name, description, schema, sequential=True)
+
+
+# --------------------------------------------------------------------------- events
+
+
+def _output_text(value: object) -> str:
+    """The JSON text of a tool's return value (a string as it is)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and value and all(isinstance(v, BinaryContent) for v in value):
+        return image_blocks_placeholder(len(value))
+    try:
+        return pydantic_core.to_json(value, fallback=str).decode()
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        return str(value)
+
+
+def _retry_text(part: object) -> str:
+    if isinstance(part, ToolReturnPart):
+        return part.model_response_str()
+    content = getattr(part, "content", None)
+    return content if isinstance(content, str) else _output_text(content)
+
+
+def _failure_text(name: str, error: BaseException) -> str:
+    """The text the model gets for a failed call (as the other adapters say it)."""
+    if isinstance(error, ToolFailed | ModelRetry):
+        return error.message
+    if isinstance(error, ToolFailedError):
+        return error.tool_failed.model_response_str(wrap_if_error=False)
+    if isinstance(error, ToolRetryError):
+        return _retry_text(error.tool_retry)
+    if isinstance(error, pydantic.ValidationError):
+        details = error.errors(include_url=False, include_context=False)
+        return f"Invalid arguments for {name}: {_output_text(details)}"
+    return f"Error executing {name}: {type(error).__name__}: {error}"
+
+
+_NOT_FAILURES: Final = (ToolFailed, ToolFailedError, ModelRetry, ToolRetryError)
+
+
+@dataclass
+class BandEvents(AbstractCapability[Any]):
+    """Posts the tool events of one turn and keeps plain tools from failing it.
+
+    Given to each run by the adapter. Output tools (structured output) are
+    not tool calls of the agent and post nothing.
+    """
+
+    turn: TurnState
+
+    async def wrap_tool_validate(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: Any,
+        handler: Callable[[Any], Awaitable[Any]],
+    ) -> Any:
+        """Post a call whose arguments failed validation, with its error."""
+        try:
+            return await handler(args)
+        except (pydantic.ValidationError, ModelRetry, ToolRetryError, ToolFailed) as exc:
+            if tool_def.kind == "function":
+                self.turn.failed = True
+                await self._post(call, _failure_text(call.tool_name, exc), is_error=True)
+            raise
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: Any,
+        handler: Callable[[Any], Awaitable[Any]],
+    ) -> Any:
+        """Post the call, run it, post its result; an exception becomes a failed return."""
+        if tool_def.kind != "function":
+            return await handler(args)
+        turn = self.turn
+        if turn.emits_tool_calls:
+            await turn.portal.run(
+                turn.post_call, call.tool_name, call.args_as_dict(), call.tool_call_id
+            )
+        try:
+            result = await handler(args)
+        except _NOT_FAILURES as exc:
+            turn.failed = True
+            await self._post_result(call, _failure_text(call.tool_name, exc), is_error=True)
+            raise
+        except Exception as exc:
+            turn.failed = True
+            text = _failure_text(call.tool_name, exc)
+            logger.warning("tool %s failed: %s: %s", call.tool_name, type(exc).__name__, exc)
+            await self._post_result(call, text, is_error=True)
+            raise ToolFailed(text) from exc
+        await self._post_result(call, _output_text(result), is_error=False)
+        return result
+
+    async def _post(self, call: ToolCallPart, text: str, *, is_error: bool) -> None:
+        turn = self.turn
+        if turn.emits_tool_calls:
+            await turn.portal.run(
+                turn.post_call, call.tool_name, call.args_as_dict(), call.tool_call_id
+            )
+        await self._post_result(call, text, is_error=is_error)
+
+    async def _post_result(self, call: ToolCallPart, text: str, *, is_error: bool) -> None:
+        turn = self.turn
+        if turn.emits_tool_calls:
+            await turn.portal.run(
+                turn.post_result, call.tool_name, text, call.tool_call_id, is_error
+            )
