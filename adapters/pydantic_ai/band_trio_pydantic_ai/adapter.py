@@ -57,7 +57,13 @@ from band_trio import (
     PlatformMessage,
     SimpleAdapter,
 )
-from band_trio.adapter import Usage, render_system_prompt, report_failure
+from band_trio.adapter import (
+    PromptSettings,
+    ToolSchema,
+    Usage,
+    render_turn_lines,
+    report_failure,
+)
 from band_trio.tools import ToolCategory
 from band_trio_pydantic_ai.converter import (
     DEFAULT_HISTORY_BUDGET,
@@ -88,6 +94,8 @@ DEFAULT_REQUEST_LIMIT: Final = 50
 """Model requests one turn may make (pydantic-ai's ``UsageLimits.request_limit``)."""
 DEFAULT_TOOL_RETRIES: Final = 3
 """Retries a plain pydantic-ai tool gets for arguments that fail validation."""
+_TOOLSETS_KEPT: Final = 8
+"""Band toolsets kept for reuse (one per distinct tool set in use)."""
 
 
 class TurnTimeoutError(BandError, TimeoutError):
@@ -121,14 +129,6 @@ def _seconds(name: str, *, optional: bool = False, positive: bool = True) -> Any
     return check
 
 
-def _optional_text(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is not None and not isinstance(value, str):
-            raise BandConfigError(f"{name} must be a string; got {type(value).__name__}")
-
-    return check
-
-
 def _budget(_inst: object, _attr: object, value: object) -> None:
     if not isinstance(value, HistoryBudget):
         raise BandConfigError(f"history_budget must be a HistoryBudget; got {type(value).__name__}")
@@ -139,11 +139,6 @@ class PydanticAIAdapterConfig:
     """Settings of a :class:`PydanticAIAdapter` (immutable).
 
     Attributes:
-        system_prompt: a complete system prompt; when set, ``custom_section``,
-            ``include_base_instructions`` and the capability sections are not used.
-        custom_section: text added to the rendered prompt.
-        include_base_instructions: include the Band environment, security,
-            activation, delegation and relaying sections.
         turn_timeout: seconds one turn may run (default 300); the run is then
             cancelled, a failure with code ``"timeout"`` is reported and the
             turn fails with :class:`TurnTimeoutError`. None: no deadline.
@@ -161,9 +156,6 @@ class PydanticAIAdapterConfig:
         BandConfigError: a value of the wrong type or out of range.
     """
 
-    system_prompt: str | None = attrs.field(default=None, validator=_optional_text("system_prompt"))
-    custom_section: str = attrs.field(default="", validator=_optional_text("custom_section"))
-    include_base_instructions: bool = True
     turn_timeout: float | None = attrs.field(
         default=DEFAULT_TURN_TIMEOUT, validator=_seconds("turn_timeout", optional=True)
     )
@@ -218,8 +210,8 @@ def _thoughts(response: ModelResponse) -> list[str]:
     ]
 
 
-def _schema_key(schemas: list[dict[str, Any]]) -> str:
-    return json.dumps(schemas, sort_keys=True, default=str)
+def _schema_key(schemas: list[ToolSchema]) -> str:
+    return json.dumps([attrs.astuple(s) for s in schemas], sort_keys=True, default=str)
 
 
 @attrs.define(eq=False)
@@ -249,6 +241,10 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
             returns.
         custom_tools: band-trio typed custom tools (dispatched on Trio, like
             the platform tools).
+        prompt: how the Band system prompt (given to each run as
+            instructions) is made; default: the rendered Band prompt with the
+            adapter's capabilities. ``PromptSettings(system_prompt="")``
+            gives none.
         deps: ``deps(room_id)`` gives the run's dependencies (default: none).
         reply_from_output: opt-in: ``reply_from_output(output)`` makes the
             reply text from the run's final output (structured with the
@@ -286,6 +282,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         model: Model | str | None = None,
         tools: Sequence[Tool[Any] | Callable[..., Any]] = (),
         custom_tools: CustomTools | None = None,
+        prompt: PromptSettings | None = None,
         deps: Callable[[str], Any] | None = None,
         reply_from_output: Callable[[Any], str | None] | None = None,
         bridge: AsyncioBridge | None = None,
@@ -310,10 +307,6 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
             raise BandConfigError(
                 f"model must be a pydantic-ai Model or a model name; got {type(model).__name__}"
             )
-        if custom_tools is not None and not isinstance(custom_tools, CustomTools):
-            raise BandConfigError(
-                f"custom_tools must be a CustomTools; got {type(custom_tools).__name__}"
-            )
         for callback, what in ((deps, "deps"), (reply_from_output, "reply_from_output")):
             if callback is not None and not callable(callback):
                 raise BandConfigError(f"{what} must be callable; got {type(callback).__name__}")
@@ -335,10 +328,11 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
             include_tools=include_tools,
             exclude_tools=exclude_tools,
             include_categories=include_categories,
+            custom_tools=custom_tools,
+            prompt=prompt,
         )
         self.config = config
         self.agent: Agent[Any, Any] = agent if agent is not None else Agent(model)
-        self.custom_tools = custom_tools
         self._plain_toolset = plain if plain.tools else None
         self._deps = deps
         self._reply_from_output = reply_from_output
@@ -346,7 +340,6 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         self.bridge = (
             bridge if bridge is not None else AsyncioBridge(cancel_grace=config.cancel_grace)
         )
-        self._system_prompt: str | None = None
         self._histories: dict[str, list[ModelMessage]] = {}
         # A failed turn keeps its user prompt; a retry of the same message
         # starts from here instead of adding it a second time.
@@ -360,29 +353,10 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
 
     # ------------------------------------------------------------------ lifecycle
 
-    @property
-    def system_prompt(self) -> str:
-        """The Band system prompt given as instructions (rendered at ``on_started``)."""
-        if self._system_prompt is None:
-            self._system_prompt = self._render_prompt()
-        return self._system_prompt
-
-    def _render_prompt(self) -> str:
-        if self.config.system_prompt is not None:
-            return self.config.system_prompt
-        return render_system_prompt(
-            self.agent_name,
-            self.agent_description,
-            custom_section=self.config.custom_section,
-            include_base_instructions=self.config.include_base_instructions,
-            capabilities=self.features.capabilities,
-        )
-
     async def on_started(self, agent_name: str, agent_description: str) -> None:
-        """Store the identity, render the system prompt (features are final by
-        now) and start the bridge's thread, so that no turn waits for it."""
+        """Store the identity and start the bridge's thread, so that no turn
+        waits for it."""
         await super().on_started(agent_name, agent_description)
-        self._system_prompt = self._render_prompt()
         await self.bridge.start()
 
     async def on_cleanup(self, room_id: str) -> None:
@@ -446,8 +420,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
                 waited for (at most the bridge's grace, then abandoned).
         """
         base = self._base_history(msg, room_id, history, is_session_bootstrap)
-        prompt = [f"[System]: {line}" for line in (participants_msg, contacts_msg) if line]
-        prompt.append(msg.format_for_llm())
+        prompt = [line.text for line in render_turn_lines(msg, participants_msg, contacts_msg)]
         holder: list[TurnState] = []
         outcome = _Outcome()
         try:
@@ -513,24 +486,14 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         # Asked of the turn's tools object every turn: it records what was
         # offered (and refuses anything else), and the room's tool set can
         # change (a hub room, capabilities the deployment stopped serving).
-        options = self.features.tool_schema_options()
-        if self.custom_tools is not None:
-            options["custom_tools"] = self.custom_tools
-        schemas = tools.get_tool_schemas("openai", **options)
+        schemas = self.neutral_tools(tools)
         key = _schema_key(schemas)
         toolset = self._toolsets.get(key)
         if toolset is None:
             toolset = FunctionToolset[Any](
-                [
-                    band_tool(
-                        str(s["function"]["name"]),
-                        str(s["function"].get("description") or ""),
-                        s["function"].get("parameters") or {},
-                    )
-                    for s in schemas
-                ]
+                [band_tool(s.name, s.description, s.input_schema) for s in schemas]
             )
-            if len(self._toolsets) >= 8:  # a few tool sets in use at once
+            if len(self._toolsets) >= _TOOLSETS_KEPT:
                 self._toolsets.pop(next(iter(self._toolsets)))
             self._toolsets[key] = toolset
             self._toolsets_built += 1

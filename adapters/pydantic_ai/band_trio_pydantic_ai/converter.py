@@ -43,6 +43,7 @@ from pydantic_ai.messages import (
 )
 
 from band_trio import BandConfigError, HistoryItem
+from band_trio.adapter import HISTORY_START
 
 __all__ = [
     "DEFAULT_HISTORY_BUDGET",
@@ -58,8 +59,6 @@ logger = logging.getLogger("band_trio_pydantic_ai")
 
 INTERRUPTED_TOOL_RESULT: Final = "Error: tool execution was interrupted"
 """The result given to a tool call whose result is not in the history."""
-HISTORY_START: Final = "[System]: Earlier conversation in this room follows."
-"""The user prompt put first when the history would start with the agent."""
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _POSTING_TOOLS: Final = frozenset({"band_send_message", "band_send_room_file"})

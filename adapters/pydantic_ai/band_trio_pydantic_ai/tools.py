@@ -41,18 +41,17 @@ from pydantic_ai.exceptions import ToolFailedError, ToolRetryError
 from pydantic_ai.messages import BinaryContent, ToolCallPart, ToolReturnPart
 from pydantic_ai.tools import ToolDefinition
 
-from band_trio import (
-    AgentToolsProtocol,
-    CustomTools,
-    Emit,
-    ToolErrorKind,
-    ToolResult,
-)
+from band_trio import AgentToolsProtocol, Emit
 from band_trio.adapter import (
+    CustomToolSet,
+    ToolOutput,
     Usage,
     image_blocks_placeholder,
+    post_thought,
     post_tool_call,
     post_tool_result,
+    run_tool_call,
+    tool_exception_result,
 )
 
 __all__ = ["BandEvents", "TurnState", "band_tool", "current_turn", "image_contents"]
@@ -61,7 +60,6 @@ logger = logging.getLogger("band_trio_pydantic_ai")
 
 NO_REPLY_TOOL: Final = "band_no_reply"
 SEND_MESSAGE_TOOL: Final = "band_send_message"
-_READ_FILE: Final = "band_read_room_file"
 
 _TURN: contextvars.ContextVar[TurnState] = contextvars.ContextVar("band_trio_pydantic_ai_turn")
 
@@ -88,7 +86,7 @@ class TurnState:
     tools: AgentToolsProtocol
     portal: TrioPortal
     emit: frozenset[Emit]
-    custom_tools: CustomTools | None = None
+    custom_tools: CustomToolSet | None = None
     usage: Usage = attrs.field(factory=Usage)
     replied: bool = False
     declined: bool = False
@@ -109,22 +107,12 @@ class TurnState:
 
     # -- Trio side (called through the portal)
 
-    async def dispatch(self, name: str, args: Mapping[str, Any]) -> ToolResult:
-        """Run a platform or custom tool on Trio; never raises."""
-        try:
-            if self.custom_tools is not None:
-                value = await self.tools.execute_tool_call(
-                    name, args, custom_tools=self.custom_tools
-                )
-            else:
-                value = await self.tools.execute_tool_call(name, args)
-        except Exception as exc:
-            # AgentTools never raises here; another tools object might.
-            logger.exception("tool %s raised", name)
-            return ToolResult.error(
-                name, ToolErrorKind.INTERNAL_ERROR, f"Error executing {name}: {exc}"
-            )
-        return value if isinstance(value, ToolResult) else ToolResult.ok(name, value)
+    async def dispatch(self, name: str, args: Mapping[str, Any]) -> ToolOutput:
+        """Run a platform or custom tool on Trio; never raises (its events
+        are posted by :class:`BandEvents`, as for every tool)."""
+        return await run_tool_call(
+            self.tools, name, args, "", custom_tools=self.custom_tools, post_events=False
+        )
 
     async def post_call(self, name: str, args: Mapping[str, Any], call_id: str) -> None:
         """Post a ``tool_call`` event (on Trio)."""
@@ -136,10 +124,7 @@ class TurnState:
 
     async def post_thought(self, text: str) -> None:
         """Post a ``thought`` event (on Trio), best-effort."""
-        try:
-            await self.tools.send_event(text, "thought")
-        except Exception as exc:
-            logger.warning("could not post a thought event: %r", exc)
+        await post_thought(self.tools, text)
 
 
 def current_turn() -> TurnState | None:
@@ -147,29 +132,17 @@ def current_turn() -> TurnState | None:
     return _TURN.get(None)
 
 
-def image_contents(result: ToolResult) -> list[BinaryContent] | None:
-    """The images of a ``band_read_room_file`` image result, or None."""
-    value = result.value
-    if result.is_error or result.tool_name != _READ_FILE or not isinstance(value, Mapping):
+def image_contents(output: ToolOutput) -> list[BinaryContent] | None:
+    """The images a tool output shows the model, as pydantic-ai content, or None."""
+    if not output.images:
         return None
-    items = value.get("content")
-    if not isinstance(items, list) or not items:
+    try:
+        return [
+            BinaryContent(data=base64.b64decode(i.data, validate=True), media_type=i.mime_type)
+            for i in output.images
+        ]
+    except ValueError:
         return None
-    images: list[BinaryContent] = []
-    for item in items:
-        if not (
-            isinstance(item, Mapping)
-            and item.get("type") == "image"
-            and isinstance(item.get("data"), str)
-            and isinstance(item.get("mimeType"), str)
-        ):
-            return None
-        try:
-            raw = base64.b64decode(item["data"], validate=True)
-        except ValueError:
-            return None
-        images.append(BinaryContent(data=raw, media_type=item["mimeType"]))
-    return images
 
 
 def band_tool(name: str, description: str, parameters: Mapping[str, Any]) -> Tool[Any]:
@@ -231,7 +204,7 @@ def _failure_text(name: str, error: BaseException) -> str:
     if isinstance(error, pydantic.ValidationError):
         details = error.errors(include_url=False, include_context=False)
         return f"Invalid arguments for {name}: {_output_text(details)}"
-    return f"Error executing {name}: {type(error).__name__}: {error}"
+    return tool_exception_result(name, error).text
 
 
 _NOT_FAILURES: Final = (ToolFailed, ToolFailedError, ModelRetry, ToolRetryError)

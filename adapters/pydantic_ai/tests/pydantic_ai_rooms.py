@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -142,21 +142,18 @@ async def agent_in_rooms(
     adapter: Any,
     *,
     rooms: int = 1,
-    before_join: Callable[[HumanClient, str], Awaitable[None]] | None = None,
+    join: Sequence[Room] = (),
     **config: Any,
 ) -> AsyncIterator[list[Room]]:
-    """An agent serving ``rooms`` new rooms (``before_join`` runs in each room
-    before the agent is added)."""
+    """An agent serving ``rooms`` new rooms, or the rooms of ``join`` (again)."""
     creds = platform.agents[0]
     cfg = band_trio.AgentConfig(**{"max_attempts": 1, **config})
     async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
-        made = []
-        for n in range(rooms):
+        made = [Room(platform, human, r.room_id, creds.id, creds.handle) for r in join]
+        for n in range(0 if join else rooms):
             room = await human.create_room(f"pydantic-ai e2e {n}")
-            if before_join is not None:
-                await before_join(human, str(room["id"]))
             await human.add_participant(room["id"], creds.id)
-            made.append(room)
+            made.append(Room(platform, human, str(room["id"]), creds.id, creds.handle))
         async with band_trio.open_agent(
             adapter=adapter,
             agent_id=creds.id,
@@ -165,7 +162,7 @@ async def agent_in_rooms(
             ws_url=platform.ws_url,
             config=cfg,
         ):
-            yield [Room(platform, human, str(room["id"]), creds.id, creds.handle) for room in made]
+            yield made
 
 
 async def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> None:
