@@ -314,12 +314,6 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
             plain = FunctionToolset[Any](list(tools), max_retries=config.tool_retries)
         except Exception as exc:
             raise BandConfigError(f"tools must be pydantic-ai tools or functions: {exc}") from exc
-        names = list(plain.tools) + [d.name for d in (custom_tools or ())]
-        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
-        if clashes:
-            raise BandConfigError(
-                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
-            )
         super().__init__(
             history_converter=history_converter
             or PydanticAIHistoryConverter(config.history_budget),
@@ -331,6 +325,14 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
             custom_tools=custom_tools,
             prompt=prompt,
         )
+        names = list(plain.tools)
+        if self.custom_tools is not None:
+            names += [d.name for d in self.custom_tools.definitions()]
+        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
+        if clashes:
+            raise BandConfigError(
+                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
+            )
         self.config = config
         self.agent: Agent[Any, Any] = agent if agent is not None else Agent(model)
         self._plain_toolset = plain if plain.tools else None
