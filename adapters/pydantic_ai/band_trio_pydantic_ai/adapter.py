@@ -46,7 +46,6 @@ from pydantic_ai.usage import UsageLimits
 from pydantic_graph import End
 
 from band_trio import (
-    AgentFailure,
     AgentToolsProtocol,
     BandConfigError,
     BandError,
@@ -62,7 +61,6 @@ from band_trio.adapter import (
     ToolSchema,
     Usage,
     render_turn_lines,
-    report_failure,
 )
 from band_trio.tools import ToolCategory
 from band_trio_pydantic_ai.converter import (
@@ -87,7 +85,9 @@ __all__ = [
 logger = logging.getLogger("band_trio_pydantic_ai")
 
 PROVIDER: Final = "pydantic_ai"
-"""The ``provider`` of the adapter's failure reports."""
+"""The adapter's provider name (``AgentFailure.provider``). The adapter posts no
+failure report of its own: a failed run raises, and the runtime reports the
+message's final failure once."""
 DEFAULT_TURN_TIMEOUT: Final = 300.0
 """Seconds one turn may run before it is cancelled and reported as failed."""
 DEFAULT_REQUEST_LIMIT: Final = 50
@@ -140,8 +140,9 @@ class PydanticAIAdapterConfig:
 
     Attributes:
         turn_timeout: seconds one turn may run (default 300); the run is then
-            cancelled, a failure with code ``"timeout"`` is reported and the
-            turn fails with :class:`TurnTimeoutError`. None: no deadline.
+            cancelled and the turn fails with :class:`TurnTimeoutError`. None:
+            no deadline (the runtime's ``AgentConfig.turn_timeout`` still
+            applies).
         request_limit: model requests one turn may make.
         tool_retries: retries each of the adapter's ``tools`` gets for
             arguments that fail validation (Band tools never spend any: their
@@ -413,11 +414,13 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         it as it was.
 
         Raises:
-            TurnTimeoutError: the turn ran past ``turn_timeout``; a failure
-                with code ``"timeout"`` was reported first.
+            TurnTimeoutError: the turn ran past ``turn_timeout`` (the run was
+                cancelled).
             Exception: the run failed (model errors, the request limit, a
-                plain tool's retries used up); a generic failure report was
-                posted first.
+                plain tool's retries used up). Nothing is posted here: the
+                runtime retries the message while attempts remain and posts
+                one error event when it fails for the last time
+                (``AgentConfig.report_turn_failures``).
             trio.Cancelled: the turn was cancelled; the run was cancelled and
                 waited for (at most the bridge's grace, then abandoned).
         """
@@ -443,17 +446,17 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
                 raise TurnTimeoutError(f"the turn ran past its deadline of {timeout} s")
             await self._reply_from(msg, tools, outcome, holder)
         except Exception as exc:
+            # Nothing is posted here: as for every adapter that raises, the
+            # runtime retries the message while attempts remain and reports
+            # its final failure once.
             self._keep_failed(room_id, msg, base, prompt)
-            timed_out = isinstance(exc, TurnTimeoutError)
             logger.error(
                 "room %s: the agent run failed: %s: %s",
                 room_id,
                 type(exc).__name__,
                 exc,
-                exc_info=not timed_out,
+                exc_info=not isinstance(exc, TurnTimeoutError),
             )
-            code = "timeout" if timed_out else None
-            await report_failure(tools, AgentFailure.generic(PROVIDER, code=code))
             raise
         finally:
             await self.emit_usage(tools, holder[0].usage if holder else Usage())
