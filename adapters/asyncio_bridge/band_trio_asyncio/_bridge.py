@@ -657,8 +657,9 @@ class AsyncioBridge:
 
         Waits at most ``cancel_grace`` seconds for tasks to end (those still
         running are abandoned), then a few more seconds for the loop thread,
-        then at most ``cancel_grace`` seconds for synchronous jobs still
-        running on the executor (their threads are left then, reported in
+        then for synchronous jobs still running on the executor until they
+        end or count as stuck, at most ``cancel_grace`` seconds (a job already
+        stuck is not waited for; threads left are reported in
         ``stuck_threads`` while they live); real seconds, even under a virtual
         test clock. Idempotent; the bridge can be used again afterwards (new
         threads).
@@ -694,10 +695,9 @@ class AsyncioBridge:
             )
             if left:
                 logger.error(
-                    "closing the asyncio bridge: %d synchronous job(s) still running "
-                    "after %.1fs; leaving their threads (daemon threads)",
+                    "closing the asyncio bridge: %d synchronous job(s) still running; "
+                    "leaving their threads (daemon threads)",
                     left,
-                    self.cancel_grace,
                 )
         finally:
             executor.close(0)  # when cancelled above: no new jobs, none queued

@@ -301,22 +301,29 @@ class BridgeExecutor(concurrent.futures.ThreadPoolExecutor):
                 worker.wakeup.notify()
 
     def close(self, timeout: float) -> int:
-        """Shut down, cancel the queued jobs and join the threads for at most
-        ``timeout`` seconds (real time). Returns the threads still running
-        (left behind: they are daemons, and :meth:`statistics` counts them
-        while they live)."""
-        self._stop(cancel_futures=True)
-        return self.join(timeout)
+        """Shut down, cancel the queued jobs and join the threads (real time).
 
-    def join(self, timeout: float | None) -> int:
-        """Join the threads, for at most ``timeout`` seconds in all."""
+        A running job is waited for until it ends or counts as stuck, and at
+        most ``timeout`` seconds in all: a job already stuck is not waited
+        for. Returns the threads still running (left behind: they are
+        daemons, and :meth:`statistics` counts them while they live)."""
+        self._stop(cancel_futures=True)
+        return self.join(timeout, stuck_too=False)
+
+    def join(self, timeout: float | None, *, stuck_too: bool = True) -> int:
+        """Join the threads, for at most ``timeout`` seconds in all; with
+        ``stuck_too`` false, a running job only until it counts as stuck."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            threads = [w.thread for w in self._workers if w.thread is not None]
-        for thread in threads:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            thread.join(remaining)
-        alive = [t for t in threads if t.is_alive()]
+            workers = [(w.thread, w) for w in self._workers if w.thread is not None]
+        for thread, worker in workers:
+            until = deadline
+            started = worker.started
+            if not stuck_too and started is not None:
+                stuck_at = started + self.stuck_after
+                until = stuck_at if until is None else min(until, stuck_at)
+            thread.join(None if until is None else max(0.0, until - time.monotonic()))
+        alive = [t for t, _ in workers if t.is_alive()]
         with self._cond:
             self._left.update(alive)
         return len(alive)
