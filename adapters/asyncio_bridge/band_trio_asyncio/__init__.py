@@ -12,6 +12,7 @@ way (see the package README). It imports no LLM framework.
 
 from band_trio_asyncio._bridge import (
     DEFAULT_CANCEL_GRACE,
+    DEFAULT_STUCK_AFTER,
     AsyncioBridge,
     AsyncioTaskCancelledError,
     BridgeClosedError,
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_CANCEL_GRACE",
+    "DEFAULT_STUCK_AFTER",
     "AsyncioBridge",
     "AsyncioTaskCancelledError",
     "BridgeClosedError",

@@ -12,6 +12,7 @@ def test_public_names() -> None:
         "BridgeClosedError",
         "BridgeStatistics",
         "DEFAULT_CANCEL_GRACE",
+        "DEFAULT_STUCK_AFTER",
         "TrioPortal",
         "__version__",
     ]

@@ -45,7 +45,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
 from band_trio import (
-    AgentFailure,
     AgentToolsProtocol,
     BandConfigError,
     Capability,
@@ -59,7 +58,6 @@ from band_trio import (
 from band_trio.adapter import (
     Usage,
     render_system_prompt,
-    report_failure,
 )
 from band_trio_langgraph._core_names import ToolCategory
 from band_trio_langgraph.converter import LangChainHistoryConverter
@@ -80,7 +78,9 @@ __all__ = [
 logger = logging.getLogger("band_trio_langgraph")
 
 PROVIDER: Final = "langgraph"
-"""The ``provider`` of the adapter's failure reports."""
+"""The adapter's provider name (``AgentFailure.provider``). The adapter posts no
+failure report of its own: a failed graph raises, and the runtime reports the
+message's final failure once."""
 DEFAULT_RECURSION_LIMIT: Final = 50
 """LangGraph super-steps one turn may take (each model call and each tool round is one)."""
 
@@ -454,8 +454,10 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
 
         Raises:
             Exception: the graph failed (including ``GraphRecursionError`` when
-                the recursion limit is reached); a generic failure report was
-                posted first (code ``"recursion_limit"`` for that case).
+                the recursion limit is reached). Nothing is posted here: as for
+                every adapter that raises, the runtime retries the message
+                while attempts remain and posts one generic error event when
+                it fails for the last time (``AgentConfig.report_turn_failures``).
             trio.Cancelled: the turn was cancelled; the graph was cancelled and
                 waited for (at most the bridge's grace, then abandoned).
         """
@@ -473,7 +475,6 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
 
             await self.bridge.run(body)
         except Exception as exc:
-            code = "recursion_limit" if isinstance(exc, GraphRecursionError) else None
             logger.error(
                 "room %s: the graph failed: %s: %s",
                 room_id,
@@ -481,7 +482,6 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
                 exc,
                 exc_info=not isinstance(exc, GraphRecursionError),
             )
-            await report_failure(tools, AgentFailure.generic(PROVIDER, code=code))
             raise
         finally:
             await self.emit_usage(tools, holder[0].usage if holder else Usage())
