@@ -33,6 +33,7 @@ import attrs
 import trio
 from band_trio_asyncio import DEFAULT_CANCEL_GRACE, AsyncioBridge, BridgeStatistics, TrioPortal
 from pydantic_ai import Agent, Tool
+from pydantic_ai.capabilities import UseThreadExecutor
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -69,7 +70,7 @@ from band_trio_pydantic_ai.converter import (
     PydanticAIHistoryConverter,
     trim_history,
 )
-from band_trio_pydantic_ai.tools import BandEvents, TurnState, band_tool
+from band_trio_pydantic_ai.tools import BandEvents, LoopExecutor, TurnState, band_tool
 
 __all__ = [
     "DEFAULT_REQUEST_LIMIT",
@@ -94,6 +95,7 @@ DEFAULT_REQUEST_LIMIT: Final = 50
 """Model requests one turn may make (pydantic-ai's ``UsageLimits.request_limit``)."""
 DEFAULT_TOOL_RETRIES: Final = 3
 """Retries a plain pydantic-ai tool gets for arguments that fail validation."""
+_LOOP_EXECUTOR: Final = LoopExecutor()
 _TOOLSETS_KEPT: Final = 8
 """Band toolsets kept for reuse (one per distinct tool set in use)."""
 
@@ -541,7 +543,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
             deps=deps,
             toolsets=toolsets,
             instructions=instructions,
-            capabilities=[BandEvents(turn)],
+            capabilities=[BandEvents(turn), UseThreadExecutor(_LOOP_EXECUTOR)],
             usage_limits=UsageLimits(request_limit=self.config.request_limit),
             infer_name=False,
         ) as run:

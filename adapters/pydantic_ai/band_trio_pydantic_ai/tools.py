@@ -24,8 +24,12 @@ tool reaches the model as a failed tool return, never as an error of the turn.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
+import contextlib
 import contextvars
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +58,14 @@ from band_trio.adapter import (
     tool_exception_result,
 )
 
-__all__ = ["BandEvents", "TurnState", "band_tool", "current_turn", "image_contents"]
+__all__ = [
+    "BandEvents",
+    "LoopExecutor",
+    "TurnState",
+    "band_tool",
+    "current_turn",
+    "image_contents",
+]
 
 logger = logging.getLogger("band_trio_pydantic_ai")
 
@@ -169,6 +180,48 @@ def band_tool(name: str, description: str, parameters: Mapping[str, Any]) -> Too
 
     schema = dict(parameters) if parameters else {"type": "object", "properties": {}}
     return Tool.from_schema(call, name, description, schema, sequential=True)
+
+
+# --------------------------------------------------------------------------- threads
+
+
+class LoopExecutor(concurrent.futures.Executor):
+    """Hands pydantic-ai's synchronous work to the running loop's default executor.
+
+    pydantic-ai runs a synchronous tool (and other sync callbacks) in a worker
+    thread of its own choosing, by default threads that no one joins; given
+    this executor (``UseThreadExecutor(LoopExecutor())``), it runs them on the
+    bridge loop's default executor instead: the bridge's bounded executor,
+    whose threads show in its statistics and end when the bridge closes.
+    Call :meth:`submit` on the loop thread (pydantic-ai does).
+    """
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        """Run ``fn(*args, **kwargs)`` on the loop's default executor."""
+        loop = asyncio.get_running_loop()
+        result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        job = loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
+
+        def settle(done: asyncio.Future[Any]) -> None:
+            if not result.set_running_or_notify_cancel():
+                return  # cancelled meanwhile
+            if done.cancelled():
+                result.cancel()
+            elif (error := done.exception()) is not None:
+                result.set_exception(error)
+            else:
+                result.set_result(done.result())
+
+        def forward_cancel(future: concurrent.futures.Future[Any]) -> None:
+            if future.cancelled():
+                with contextlib.suppress(RuntimeError):  # the loop is closed
+                    loop.call_soon_threadsafe(job.cancel)
+
+        job.add_done_callback(settle)
+        result.add_done_callback(forward_cancel)
+        return result
 
 
 # --------------------------------------------------------------------------- events

@@ -5,6 +5,7 @@ capabilities, bounds, custom tools), structured output, and ``TestModel``."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pydantic
@@ -18,7 +19,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.models.test import TestModel
-from pydantic_ai_rooms import Script, agent_in_rooms, call, prompts, respond
+from pydantic_ai_rooms import Script, agent_in_rooms, bridge_threads, call, prompts, respond
 
 from band_trio import Capability, CustomTools, LocalPlatform
 
@@ -214,3 +215,34 @@ async def test_a_test_model_agent_calls_the_band_tools(band_platform: LocalPlatf
     assert {c["name"] for c in calls} == {"band_send_message", "band_no_reply"}
     results = {r["tool_call_id"]: r for r in room.events("tool_result")}
     assert set(results) == {c["tool_call_id"] for c in calls}
+
+
+async def test_a_sync_tool_runs_on_the_bridge_executor_and_nothing_outlives_the_agent(
+    band_platform: LocalPlatform,
+) -> None:
+    user_id = band_platform.user.id
+    ran_on: list[str] = []
+
+    def where() -> str:
+        """Say which thread runs this."""
+        ran_on.append(threading.current_thread().name)
+        return "here"
+
+    script = Script(
+        [
+            respond(call("where", {}, "w1")),
+            respond(call("band_send_message", {"content": "ok", "mentions": [user_id]}, "c1")),
+            respond("done"),
+        ]
+    )
+    adapter = PydanticAIAdapter(model=script.model, tools=[where])
+    with trio.fail_after(30):
+        async with agent_in_rooms(band_platform, adapter) as (room,):
+            posted = await room.post("where?")
+            await band_platform.wait_for(lambda: room.status(posted) == "processed")
+            assert adapter.statistics().bridge.executor_threads >= 1
+
+    (name,) = ran_on
+    assert name.startswith("band-trio-asyncio")  # the bridge's own executor
+    assert not [t for t in threading.enumerate() if t.name == name]
+    assert bridge_threads() == []
