@@ -70,7 +70,7 @@ from band_trio_pydantic_ai.converter import (
     PydanticAIHistoryConverter,
     trim_history,
 )
-from band_trio_pydantic_ai.tools import BandEvents, LoopExecutor, TurnState, band_tool
+from band_trio_pydantic_ai.tools import AgentTurn, BandEvents, LoopExecutor, band_tool
 
 __all__ = [
     "DEFAULT_REQUEST_LIMIT",
@@ -428,14 +428,14 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         """
         base = self._base_history(msg, room_id, history, is_session_bootstrap)
         prompt = [line.text for line in render_turn_lines(msg, participants_msg, contacts_msg)]
-        holder: list[TurnState] = []
+        holder: list[AgentTurn] = []
         outcome = _Outcome()
         try:
             toolset = self._band_toolset(tools)
             deps = self._deps(room_id) if self._deps is not None else None
 
             async def body(portal: TrioPortal) -> None:
-                turn = TurnState(tools, portal, self.features.emit, self.custom_tools)
+                turn = AgentTurn(tools, portal, self.features.emit, self.custom_tools)
                 holder.append(turn)
                 turn.enter()
                 await self._run_agent(turn, outcome, base, prompt, toolset, deps)
@@ -511,7 +511,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         msg: PlatformMessage,
         tools: AgentToolsProtocol,
         outcome: _Outcome,
-        holder: list[TurnState],
+        holder: list[AgentTurn],
     ) -> None:
         """Post the reply built from the output, when the user opted in."""
         if self._reply_from_output is None or not outcome.has_output:
@@ -526,7 +526,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
 
     async def _run_agent(
         self,
-        turn: TurnState,
+        turn: AgentTurn,
         outcome: _Outcome,
         base: list[ModelMessage],
         prompt: list[str],

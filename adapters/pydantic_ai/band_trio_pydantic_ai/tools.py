@@ -9,7 +9,7 @@ validated by pydantic-ai: band-trio's dispatch validates them and answers
 with the same texts as every adapter's.
 
 A tool does not hold a turn: it finds the turn it runs in through a context
-variable that :class:`TurnState` sets on the asyncio side of each turn (tasks
+variable that :class:`AgentTurn` sets on the asyncio side of each turn (tasks
 pydantic-ai starts inherit it). So one tool set serves every turn, and a run
 abandoned after a cancel can never act on a later turn (its portal is closed).
 
@@ -59,9 +59,9 @@ from band_trio.adapter import (
 )
 
 __all__ = [
+    "AgentTurn",
     "BandEvents",
     "LoopExecutor",
-    "TurnState",
     "band_tool",
     "current_turn",
     "image_contents",
@@ -72,11 +72,11 @@ logger = logging.getLogger("band_trio_pydantic_ai")
 NO_REPLY_TOOL: Final = "band_no_reply"
 SEND_MESSAGE_TOOL: Final = "band_send_message"
 
-_TURN: contextvars.ContextVar[TurnState] = contextvars.ContextVar("band_trio_pydantic_ai_turn")
+_TURN: contextvars.ContextVar[AgentTurn] = contextvars.ContextVar("band_trio_pydantic_ai_turn")
 
 
 @attrs.define(eq=False)
-class TurnState:
+class AgentTurn:
     """What the asyncio side of one turn needs: the turn's tools and portal.
 
     Created on Trio for each turn; :meth:`enter` makes it the current turn of
@@ -138,7 +138,7 @@ class TurnState:
         await post_thought(self.tools, text)
 
 
-def current_turn() -> TurnState | None:
+def current_turn() -> AgentTurn | None:
     """The turn the running asyncio context belongs to, or None outside a turn."""
     return _TURN.get(None)
 
@@ -271,7 +271,7 @@ class BandEvents(AbstractCapability[Any]):
     not tool calls of the agent and post nothing.
     """
 
-    turn: TurnState
+    turn: AgentTurn
 
     async def wrap_tool_validate(
         self,
