@@ -11,6 +11,7 @@ messages. :mod:`band_trio_langgraph.testing` has a scripted chat model.
 """
 
 from band_trio_langgraph.adapter import (
+    DEFAULT_MAX_THREAD_MESSAGES,
     DEFAULT_RECURSION_LIMIT,
     PROVIDER,
     CheckpointerFactory,
@@ -26,10 +27,12 @@ from band_trio_langgraph.converter import (
     LangChainHistoryConverter,
 )
 from band_trio_langgraph.graph import build_agent_graph
+from band_trio_langgraph.thread_memory import LatestCheckpointSaver
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_MAX_THREAD_MESSAGES",
     "DEFAULT_RECURSION_LIMIT",
     "HISTORY_START",
     "INTERRUPTED_TOOL_RESULT",
@@ -40,6 +43,7 @@ __all__ = [
     "LangGraphAdapter",
     "LangGraphAdapterConfig",
     "LangGraphStatistics",
+    "LatestCheckpointSaver",
     "__version__",
     "band_tools",
     "build_agent_graph",

@@ -3,11 +3,13 @@
 Run by ``test_langgraph_threads.py`` as a real process:
 ``python blocking_node_agent.py AGENT_ID API_KEY REST_URL WS_URL``. It prints
 ``blocked`` when a turn reaches the node, then waits for signals like any agent
-run with ``trio.run(agent.serve)``.
+run with ``trio.run(agent.serve)``; the agent's log goes to stdout too (the test
+sees when the first signal was handled).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from typing import Any
@@ -35,6 +37,7 @@ def factory(_tools: list[BaseTool]) -> Any:
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
     agent_id, api_key, rest_url, ws_url = sys.argv[1:5]
     agent = band_trio.Agent.create(
         adapter=LangGraphAdapter(graph_factory=factory),

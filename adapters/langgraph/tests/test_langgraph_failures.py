@@ -30,9 +30,9 @@ async def test_a_poison_message_posts_one_error_event_after_its_last_attempt(
 
     adapter = LangGraphAdapter(model=ScriptedChatModel(default=fail))
     with trio.fail_after(60):
-        async with agent_in_rooms(
-            band_platform, adapter, max_attempts=3, retry_delay=0.05
-        ) as (room,):
+        async with agent_in_rooms(band_platform, adapter, max_attempts=3, retry_delay=0.05) as (
+            room,
+        ):
             posted = await room.post("poison")
             # Each failed attempt marks the message failed; the last one adds
             # the error event.

@@ -22,6 +22,7 @@ def test_public_names() -> None:
     assert sorted(band_trio_langgraph.__all__) == [
         "CheckpointerFactory",
         "CompiledGraph",
+        "DEFAULT_MAX_THREAD_MESSAGES",
         "DEFAULT_RECURSION_LIMIT",
         "HISTORY_START",
         "INTERRUPTED_TOOL_RESULT",
@@ -29,6 +30,7 @@ def test_public_names() -> None:
         "LangGraphAdapter",
         "LangGraphAdapterConfig",
         "LangGraphStatistics",
+        "LatestCheckpointSaver",
         "PROVIDER",
         "__version__",
         "band_tools",
@@ -64,6 +66,7 @@ def test_exactly_one_pattern(kwargs: dict[str, object]) -> None:
         ("recursion_limit", 0),
         ("recursion_limit", True),
         ("cancel_grace", -1),
+        ("max_thread_messages", 0),
         ("custom_section", 3),
     ],
 )

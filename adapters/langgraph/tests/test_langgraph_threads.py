@@ -122,15 +122,21 @@ async def test_an_agent_with_a_node_that_never_returns_exits_on_a_second_sigint(
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
     try:
-        assert process.stdout is not None
+        stdout = process.stdout
+        assert stdout is not None
+        out = bytearray()
+
+        async def read_until(marker: bytes) -> None:
+            while marker not in out:
+                chunk = await stdout.receive_some()
+                assert chunk, f"the agent ended before printing {marker!r}"
+                out.extend(chunk)
+
         with trio.fail_after(60):
-            out = b""
-            while b"blocked" not in out:
-                chunk = await process.stdout.receive_some()
-                assert chunk, "the agent ended before its turn blocked"
-                out += chunk
+            await read_until(b"blocked")
         with trio.fail_after(20):
             process.send_signal(signal.SIGINT)
+            await read_until(b"shutting down")  # the first one was handled
             process.send_signal(signal.SIGINT)
             code = await process.wait()
         assert code == 0  # serve returned: a shutdown asked for by signals
