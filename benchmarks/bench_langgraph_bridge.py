@@ -6,7 +6,7 @@ turns in three ways:
 
 * ``asyncio``: plain ``asyncio.run``; the tools run in the same loop (the
   baseline: what the graph costs with no bridge at all);
-* ``thread``: band-trio-langgraph's bridge (``AsyncioBridge``: one asyncio
+* ``thread``: band-trio-asyncio's bridge (``AsyncioBridge``: one asyncio
   loop in a worker thread); each turn is a ``bridge.run`` from Trio and every
   tool call hops back to Trio through the turn's portal, as in the adapter;
 * ``trio-asyncio``: the same graph inside ``trio_asyncio.open_loop()``;
@@ -42,7 +42,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
-from band_trio_langgraph import AsyncioBridge, build_agent_graph
+from band_trio_asyncio import AsyncioBridge
+from band_trio_langgraph import build_agent_graph
 from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from band_trio_langgraph.tools import BandTool, TurnState
 from langchain_core.messages import AIMessage, HumanMessage

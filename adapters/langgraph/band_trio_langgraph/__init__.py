@@ -4,12 +4,14 @@
 model (the simple pattern) or a graph (``graph_factory`` or a static graph),
 then to ``band_trio.Agent.create(adapter=...)`` or ``band_trio.open_agent``.
 LangGraph is asyncio-only: the graphs run on one asyncio loop in a worker
-thread (:class:`AsyncioBridge`), while the Band tools they call run on Trio.
+thread (``band_trio_asyncio.AsyncioBridge``), while the Band tools they call
+run on Trio.
 :class:`LangChainHistoryConverter` turns a room's history into LangChain
 messages. :mod:`band_trio_langgraph.testing` has a scripted chat model.
 """
 
 from band_trio_langgraph.adapter import (
+    DEFAULT_MAX_THREAD_MESSAGES,
     DEFAULT_RECURSION_LIMIT,
     PROVIDER,
     CheckpointerFactory,
@@ -19,40 +21,29 @@ from band_trio_langgraph.adapter import (
     LangGraphStatistics,
     band_tools,
 )
-from band_trio_langgraph.bridge import (
-    DEFAULT_CANCEL_GRACE,
-    AsyncioBridge,
-    AsyncioTaskCancelledError,
-    BridgeClosedError,
-    BridgeStatistics,
-    TrioPortal,
-)
 from band_trio_langgraph.converter import (
     HISTORY_START,
     INTERRUPTED_TOOL_RESULT,
     LangChainHistoryConverter,
 )
 from band_trio_langgraph.graph import build_agent_graph
+from band_trio_langgraph.thread_memory import LatestCheckpointSaver
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DEFAULT_CANCEL_GRACE",
+    "DEFAULT_MAX_THREAD_MESSAGES",
     "DEFAULT_RECURSION_LIMIT",
     "HISTORY_START",
     "INTERRUPTED_TOOL_RESULT",
     "PROVIDER",
-    "AsyncioBridge",
-    "AsyncioTaskCancelledError",
-    "BridgeClosedError",
-    "BridgeStatistics",
     "CheckpointerFactory",
     "CompiledGraph",
     "LangChainHistoryConverter",
     "LangGraphAdapter",
     "LangGraphAdapterConfig",
     "LangGraphStatistics",
-    "TrioPortal",
+    "LatestCheckpointSaver",
     "__version__",
     "band_tools",
     "build_agent_graph",

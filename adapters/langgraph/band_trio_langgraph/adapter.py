@@ -10,8 +10,8 @@ Two patterns:
   per room and tool set, with the Band tools as LangChain tools), or a static
   compiled ``graph``.
 
-The graph runs on the asyncio loop of an :class:`~band_trio_langgraph.bridge.
-AsyncioBridge` (a worker thread); the Band tools it calls run on Trio, on the
+The graph runs on the asyncio loop of a ``band_trio_asyncio.AsyncioBridge``
+(a worker thread); the Band tools it calls run on Trio, on the
 turn's tools object. The thread id of a room is the room id; the checkpointer
 defaults to an in-memory saver. Nothing reaches the room except through
 tools: the graph's final text is never posted, and a turn that neither
@@ -28,6 +28,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol, cast
 
 import attrs
+from band_trio_asyncio import (
+    DEFAULT_CANCEL_GRACE,
+    AsyncioBridge,
+    BridgeStatistics,
+    TrioPortal,
+)
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -35,11 +41,9 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
 from band_trio import (
-    AgentFailure,
     AgentToolsProtocol,
     BandConfigError,
     Capability,
@@ -57,17 +61,13 @@ from band_trio.adapter import (
     render_turn_lines,
     report_failure,
 )
-from band_trio_langgraph.bridge import (
-    DEFAULT_CANCEL_GRACE,
-    AsyncioBridge,
-    BridgeStatistics,
-    TrioPortal,
-)
 from band_trio_langgraph.converter import LangChainHistoryConverter
 from band_trio_langgraph.graph import build_agent_graph
+from band_trio_langgraph.thread_memory import LatestCheckpointSaver, trim_plan, trims_messages
 from band_trio_langgraph.tools import BandTool, TurnState, wrap_tools
 
 __all__ = [
+    "DEFAULT_MAX_THREAD_MESSAGES",
     "DEFAULT_RECURSION_LIMIT",
     "PROVIDER",
     "CheckpointerFactory",
@@ -81,9 +81,13 @@ __all__ = [
 logger = logging.getLogger("band_trio_langgraph")
 
 PROVIDER: Final = "langgraph"
-"""The ``provider`` of the adapter's failure reports."""
+"""The adapter's provider name (``AgentFailure.provider``). The adapter posts no
+failure report of its own: a failed graph raises, and the runtime reports the
+message's final failure once."""
 DEFAULT_RECURSION_LIMIT: Final = 50
 """LangGraph super-steps one turn may take (each model call and each tool round is one)."""
+DEFAULT_MAX_THREAD_MESSAGES: Final = 200
+"""Messages a room's thread keeps (and the model is sent) before the oldest go."""
 
 
 class CompiledGraph(Protocol):
@@ -115,6 +119,16 @@ def _non_negative(name: str) -> Any:
     return check
 
 
+def _optional_positive_int(name: str) -> Any:
+    positive = _positive_int(name)
+
+    def check(inst: object, attr: object, value: object) -> None:
+        if value is not None:
+            positive(inst, attr, value)
+
+    return check
+
+
 def _optional_text(name: str) -> Any:
     def check(_inst: object, _attr: object, value: object) -> None:
         if value is not None and not isinstance(value, str):
@@ -142,6 +156,13 @@ class LangGraphAdapterConfig:
             False: no prompt at all.
         cancel_grace: seconds a cancelled graph gets to unwind before it is
             abandoned (only for the bridge the adapter creates itself).
+        max_thread_messages: the messages a room's thread keeps: once a turn
+            leaves more, the next turn removes the oldest, cutting before a
+            human message so that tool calls keep their results (a leading
+            system message stays). Bounds the model's context, the room's
+            memory and the CPU of a turn. Applies to graphs whose
+            ``messages`` merge with ``add_messages`` (the simple pattern's
+            and ``MessagesState``). None: keep every message.
 
     Raises:
         BandConfigError: a value of the wrong type or out of range.
@@ -156,6 +177,10 @@ class LangGraphAdapterConfig:
     inject_system_prompt: bool | None = None
     cancel_grace: float = attrs.field(
         default=DEFAULT_CANCEL_GRACE, validator=_non_negative("cancel_grace")
+    )
+    max_thread_messages: int | None = attrs.field(
+        default=DEFAULT_MAX_THREAD_MESSAGES,
+        validator=_optional_positive_int("max_thread_messages"),
     )
 
 
@@ -266,7 +291,9 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         graph: a static compiled graph (``messages`` state), shared by every
             room; it receives no tools (see :func:`band_tools`).
         checkpointer: a LangGraph checkpointer, or a factory opening one on the
-            bridge's loop (:data:`CheckpointerFactory`). Default: in-memory.
+            bridge's loop (:data:`CheckpointerFactory`). Default: in memory,
+            the latest checkpoint of each room only
+            (:class:`~band_trio_langgraph.LatestCheckpointSaver`).
             Given to the simple graph and to advanced graphs compiled without one.
         tools: plain LangChain tools offered after the Band tools; their
             failures reach the model as error tool messages.
@@ -362,6 +389,8 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_stack: contextlib.AsyncExitStack | None = None
         self._compilations = 0
+        # Room -> the removals the next turn applies (max_thread_messages).
+        self._trims: dict[str, list[BaseMessage]] = {}
 
     def __repr__(self) -> str:
         pattern = "model" if self.model is not None else "graph"
@@ -404,6 +433,12 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         """Same as :meth:`cleanup_all` (for use without an agent)."""
         await self.cleanup_all()
 
+    @property
+    def checkpointer(self) -> BaseCheckpointSaver[Any] | None:
+        """The checkpointer the rooms' threads live in (None before the first
+        turn opened it)."""
+        return self._saver
+
     def statistics(self) -> LangGraphStatistics:
         """The adapter's counters now."""
         return LangGraphStatistics(
@@ -435,8 +470,10 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
 
         Raises:
             Exception: the graph failed (including ``GraphRecursionError`` when
-                the recursion limit is reached); a generic failure report was
-                posted first (code ``"recursion_limit"`` for that case).
+                the recursion limit is reached). Nothing is posted here: as for
+                every adapter that raises, the runtime retries the message
+                while attempts remain and posts one generic error event when
+                it fails for the last time (``AgentConfig.report_turn_failures``).
             trio.Cancelled: the turn was cancelled; the graph was cancelled and
                 waited for (at most the bridge's grace, then abandoned).
         """
@@ -456,7 +493,6 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
 
             await self.bridge.run(body)
         except Exception as exc:
-            code = "recursion_limit" if isinstance(exc, GraphRecursionError) else None
             logger.error(
                 "room %s: the graph failed: %s: %s",
                 room_id,
@@ -464,7 +500,6 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
                 exc,
                 exc_info=not isinstance(exc, GraphRecursionError),
             )
-            await report_failure(tools, AgentFailure.generic(PROVIDER, code=code))
             raise
         finally:
             await self.emit_usage(tools, holder[0].usage if holder else Usage())
@@ -507,7 +542,16 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
             "recursion_limit": self.config.recursion_limit,
             "callbacks": [_TurnCallbacks(turn)],
         }
-        await graph.ainvoke({"messages": messages}, config)
+        budget = self.config.max_thread_messages
+        trimming = budget is not None and trims_messages(graph)
+        if trimming:
+            messages = [*self._trims.pop(room_id, ()), *messages]
+        result = await graph.ainvoke({"messages": messages}, config)
+        if trimming and isinstance(result, Mapping):
+            kept = result.get("messages")
+            assert budget is not None
+            if isinstance(kept, list) and (plan := trim_plan(kept, budget)):
+                self._trims[room_id] = list(plan)
 
     @staticmethod
     async def _thread_is_new(graph: CompiledGraph, config: RunnableConfig) -> bool:
@@ -566,7 +610,7 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
             return self._saver
         given = self._checkpointer_arg
         if given is None:
-            saver: BaseCheckpointSaver[Any] = InMemorySaver()
+            saver: BaseCheckpointSaver[Any] = LatestCheckpointSaver()
         elif isinstance(given, BaseCheckpointSaver):
             saver = given
         else:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 import attrs
+from band_trio_asyncio import TrioPortal
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
@@ -40,7 +41,6 @@ from band_trio.adapter import (
     run_tool_call,
     tool_exception_result,
 )
-from band_trio_langgraph.bridge import TrioPortal
 
 __all__ = ["BandTool", "LangChainToolWrapper", "TurnState", "current_turn"]
 

@@ -10,29 +10,23 @@ result is back it ends the turn with a text (which the adapter never posts).
 The graph runs on the adapter's asyncio loop in a worker thread, the Band
 tools on Trio. The kit plays scenarios in virtual time, which jumps ahead
 whenever every Trio task is blocked: while the worker thread computes, they
-all are. So the adapter gets a bridge (:class:`ClockHoldingBridge`) that
-keeps one Trio task busy while the asyncio side has the ball (not while a
-Band tool runs on Trio, which may wait in virtual time): the graph's work
-then takes no virtual time, as a model answering at once would, and the kit
-takes its next step only once the graph has handed control back. Everything
-else of the bridge (the thread, the portal, cancelling and waiting for the
-asyncio task) is the adapter's own.
+all are. So the adapter gets a bridge
+(``band_trio_asyncio.testing.ClockHoldingBridge``) whose asyncio work takes
+no virtual time, as a model answering at once would; everything else of the
+bridge is the real one.
 """
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 import trio.lowlevel
+from band_trio_asyncio.testing import ClockHoldingBridge
 from band_trio_langgraph import (
-    AsyncioBridge,
     LangChainHistoryConverter,
     LangGraphAdapter,
-    TrioPortal,
 )
 from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -84,91 +78,6 @@ def answer(messages: list[BaseMessage], _tools: list[dict[str, Any]]) -> AIMessa
     if choice == 1:
         return ai(tool_call("band_get_participants", {}, ids))
     return ai(reply)
-
-
-T = TypeVar("T")
-
-MAX_HOLD = 10.0
-"""Real seconds the clock is held at most in one go (a graph that never
-hands control back then lets virtual time run, and the kit reports it)."""
-
-
-class _Ball:
-    """Who works now: the asyncio side, or Trio (``in_trio`` Band tool calls)."""
-
-    def __init__(self) -> None:
-        self.in_trio = 0
-        self.trio_done = trio.Event()
-        self.done = False
-
-    async def on_trio(self, afn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        if self.in_trio == 0:
-            self.trio_done = trio.Event()
-        self.in_trio += 1
-        try:
-            return await afn(*args)
-        finally:
-            self.in_trio -= 1
-            if self.in_trio == 0:
-                self.trio_done.set()
-
-    async def hold(self) -> None:
-        # Shielded: while a cancelled turn's graph unwinds, the bridge waits
-        # for it, and that wait must take no virtual time either.
-        with trio.CancelScope(shield=True):
-            deadline = time.monotonic() + MAX_HOLD
-            while not self.done and time.monotonic() < deadline:
-                if self.in_trio:
-                    await self.trio_done.wait()
-                else:
-                    # Runnable, so neither the clock nor the kit sees Trio idle.
-                    await trio.lowlevel.checkpoint()
-
-
-class _CountingPortal(TrioPortal):
-    """The run's portal, telling the ball when a call works on Trio."""
-
-    def __init__(self, portal: TrioPortal, ball: _Ball) -> None:
-        self._inner = portal
-        self._ball = ball
-
-    @property
-    def closed(self) -> bool:
-        return self._inner.closed
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def run(self, afn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        return await self._inner.run(self._ball.on_trio, afn, *args)
-
-
-class ClockHoldingBridge(AsyncioBridge):
-    """An :class:`AsyncioBridge` whose asyncio work takes no virtual time."""
-
-    async def _holding(self, work: Callable[[], Awaitable[T]], ball: _Ball) -> T:
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(ball.hold)
-                try:
-                    return await work()
-                finally:
-                    ball.done = True
-        except BaseExceptionGroup as group:
-            # The one error of the work (or its Cancelled), as the bridge raises it.
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
-
-    async def run(self, fn: Callable[[TrioPortal], Coroutine[Any, Any, T]]) -> T:
-        ball = _Ball()
-        return await self._holding(
-            lambda: super(ClockHoldingBridge, self).run(lambda p: fn(_CountingPortal(p, ball))),
-            ball,
-        )
-
-    async def aclose(self) -> None:
-        await self._holding(super().aclose, _Ball())
 
 
 class ConformanceLangGraphAdapter(LangGraphAdapter):

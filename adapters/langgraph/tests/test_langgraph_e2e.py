@@ -140,7 +140,7 @@ async def test_a_plain_text_answer_is_judged_a_missing_reply(band_platform: Loca
     assert report.metadata["failure"]["provider"] == "band-runtime"
 
 
-async def test_reaching_the_recursion_limit_fails_the_turn_with_one_generic_report(
+async def test_reaching_the_recursion_limit_fails_the_turn_with_one_generic_error(
     band_platform: LocalPlatform,
 ) -> None:
     model = ScriptedChatModel(default=lambda _m, _t: ai(tool_call("band_get_participants", {})))
@@ -150,9 +150,8 @@ async def test_reaching_the_recursion_limit_fails_the_turn_with_one_generic_repo
             posted = await room.post("loop forever")
             await band_platform.wait_for(lambda: room.status(posted) == "failed")
 
-    (report,) = room.from_agent("error")
-    failure = report.metadata["failure"]
-    assert (failure["provider"], failure["code"]) == ("langgraph", "recursion_limit")
+    (report,) = room.from_agent("error")  # the runtime's, for the final failure
+    assert report.metadata["failure"]["provider"] == "band-runtime"
     assert report.content == GENERIC_FAILURE_MESSAGE
     assert len(model.calls) == 3  # model, tools, model, tools, model: 5 super-steps
     # emit=(): no tool events and no usage event of the adapter's own

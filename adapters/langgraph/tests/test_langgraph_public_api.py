@@ -20,13 +20,9 @@ from band_trio import (
 
 def test_public_names() -> None:
     assert sorted(band_trio_langgraph.__all__) == [
-        "AsyncioBridge",
-        "AsyncioTaskCancelledError",
-        "BridgeClosedError",
-        "BridgeStatistics",
         "CheckpointerFactory",
         "CompiledGraph",
-        "DEFAULT_CANCEL_GRACE",
+        "DEFAULT_MAX_THREAD_MESSAGES",
         "DEFAULT_RECURSION_LIMIT",
         "HISTORY_START",
         "INTERRUPTED_TOOL_RESULT",
@@ -34,8 +30,8 @@ def test_public_names() -> None:
         "LangGraphAdapter",
         "LangGraphAdapterConfig",
         "LangGraphStatistics",
+        "LatestCheckpointSaver",
         "PROVIDER",
-        "TrioPortal",
         "__version__",
         "band_tools",
         "build_agent_graph",
@@ -70,6 +66,7 @@ def test_exactly_one_pattern(kwargs: dict[str, object]) -> None:
         ("recursion_limit", 0),
         ("recursion_limit", True),
         ("cancel_grace", -1),
+        ("max_thread_messages", 0),
         ("custom_section", 3),
     ],
 )

@@ -1,6 +1,7 @@
-"""Run asyncio code (LangGraph) from Trio: one asyncio loop in a worker thread.
+"""Run asyncio code from Trio: one asyncio loop in a worker thread.
 
-LangGraph and LangChain are asyncio-only. :class:`AsyncioBridge` owns one
+Frameworks such as LangGraph and PydanticAI are asyncio-only.
+:class:`AsyncioBridge` owns one
 asyncio event loop running in one worker thread, shared by every room of an
 agent; a Trio task hands it a coroutine with :meth:`AsyncioBridge.run` and
 waits for the outcome without blocking Trio. The coroutine receives a
@@ -25,11 +26,17 @@ Guarantees:
   at most ``cancel_grace`` seconds. A task that ignores cancellation is then
   abandoned: logged, counted (:meth:`AsyncioBridge.statistics`), its portal
   closed, and the caller's cancellation proceeds.
+* Synchronous work the loop hands to its default executor
+  (``run_in_executor(None, ...)``, ``asyncio.to_thread``) runs on the bridge's
+  own bounded executor (:mod:`band_trio_asyncio._executor`): fair between
+  runs, with a bound on how long one run's blocked threads can make another
+  run's work wait, and daemon threads only.
 * :meth:`AsyncioBridge.aclose` cancels every task, gives them the grace, stops
-  the loop and joins the thread. Only a task that blocks the loop thread itself
-  (never yields to the loop) can keep the thread alive; that is logged and
-  counted as a stuck thread (the thread is a daemon, so it cannot keep the
-  process alive).
+  the loop and joins the thread and the executor's threads. Only code that
+  blocks a thread without ever returning (a task that never yields to the
+  loop, a synchronous call that never ends) can keep a thread alive; that is
+  logged and reported in :meth:`AsyncioBridge.statistics` (``stuck_threads``)
+  while it lives, and the thread is a daemon, so it never holds process exit.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 import sys
 import threading
 import weakref
@@ -49,10 +57,12 @@ import attrs
 import outcome
 import trio
 
-from band_trio import BandError
+from band_trio import BandConfigError, BandError
+from band_trio_asyncio._executor import BridgeExecutor
 
 __all__ = [
     "DEFAULT_CANCEL_GRACE",
+    "DEFAULT_STUCK_AFTER",
     "AsyncioBridge",
     "AsyncioTaskCancelledError",
     "BridgeClosedError",
@@ -60,7 +70,7 @@ __all__ = [
     "TrioPortal",
 ]
 
-logger = logging.getLogger("band_trio_langgraph.bridge")
+logger = logging.getLogger("band_trio_asyncio")
 
 T = TypeVar("T")
 
@@ -72,6 +82,11 @@ else:
 
 DEFAULT_CANCEL_GRACE: Final = 2.0
 """Seconds a cancelled asyncio task gets to unwind before it is abandoned."""
+DEFAULT_STUCK_AFTER: Final = 1.0
+"""Seconds after which a synchronous job on the bridge's executor counts as
+stuck: its thread stops counting against ``max_workers``."""
+_CLOSE_JOIN: Final = 3.0
+"""Real seconds ``aclose`` waits for the threads beyond the grace."""
 
 
 class BridgeClosedError(BandError):
@@ -100,7 +115,13 @@ class BridgeStatistics:
             the grace after a cancel.
         left_at_close: tasks still running when the bridge closed (after the
             grace): the loop was stopped with them unfinished.
-        stuck_threads: worker threads that did not stop when the bridge closed.
+        stuck_threads: threads stuck now: executor threads running one job
+            for ``stuck_after`` seconds or more (those a close left behind
+            included), and a loop thread that did not stop at close, while
+            they live.
+        executor_threads: the executor's threads now (busy or idle).
+        executor_busy: executor threads running a job now.
+        executor_queued: jobs waiting for an executor thread now.
     """
 
     thread_running: bool
@@ -110,12 +131,15 @@ class BridgeStatistics:
     abandoned: int
     left_at_close: int
     stuck_threads: int
+    executor_threads: int = 0
+    executor_busy: int = 0
+    executor_queued: int = 0
 
 
 _UNFINISHED: list[asyncio.Task[Any]] = []
 """Tasks that ignored cancellation when their bridge closed (never resumed)."""
 
-_CURRENT_RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("band_trio_langgraph_run")
+_CURRENT_RUN: contextvars.ContextVar[_Run] = contextvars.ContextVar("band_trio_asyncio_run")
 
 
 def _task_factory(
@@ -311,14 +335,32 @@ class AsyncioBridge:
     The thread starts in :meth:`start` (or the first :meth:`run`, if it was
     not called), without blocking Trio, and stops in :meth:`aclose`; use the
     bridge as an async context manager, or let the adapter that owns it start
-    and close it (``LangGraphAdapter`` starts it in ``on_started`` and closes
-    it in ``cleanup_all``). After :meth:`aclose` the next :meth:`start` or
+    and close it (an adapter starts it in ``on_started`` and closes it in
+    ``cleanup_all``). After :meth:`aclose` the next :meth:`start` or
     :meth:`run` starts a new thread.
+
+    The loop's default executor (``run_in_executor(None, ...)``,
+    ``asyncio.to_thread``) is the bridge's own: at most ``max_workers``
+    threads run jobs that are not stuck; a job running ``stuck_after`` seconds
+    is stuck and its thread stops counting, so another may start, up to
+    ``max_threads`` in all. Jobs are taken round-robin between runs, and one
+    run runs at most ``max_workers`` jobs at once. So a synchronous step of
+    one room waits for a thread at most about ``stuck_after`` seconds however
+    long another room's steps block, unless ``max_threads`` threads are all
+    busy. Its threads are daemons, joined by :meth:`aclose`.
 
     Args:
         cancel_grace: seconds a cancelled task gets to unwind before it is
             abandoned (and, at :meth:`aclose`, before the loop is stopped).
-        thread_name: the worker thread's name.
+        thread_name: the worker thread's name (the executor's threads add a
+            suffix).
+        max_workers: executor threads running jobs that are not stuck (default
+            ``min(32, CPUs + 4)``, as asyncio's own default executor).
+        max_threads: executor threads in all (default ``4 * max_workers``).
+        stuck_after: seconds after which a running job counts as stuck.
+
+    Raises:
+        BandConfigError: a value out of range.
     """
 
     def __init__(
@@ -326,19 +368,45 @@ class AsyncioBridge:
         *,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         thread_name: str = "band-trio-asyncio",
+        max_workers: int | None = None,
+        max_threads: int | None = None,
+        stuck_after: float = DEFAULT_STUCK_AFTER,
     ) -> None:
         if not cancel_grace >= 0:
-            raise ValueError(f"cancel_grace must be >= 0; got {cancel_grace!r}")
+            raise BandConfigError(f"cancel_grace must be >= 0; got {cancel_grace!r}")
+        if max_workers is None:
+            max_workers = min(32, (os.cpu_count() or 1) + 4)
+        if max_threads is None:
+            max_threads = 4 * max_workers
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise BandConfigError(f"max_workers must be an integer >= 1; got {max_workers!r}")
+        if (
+            isinstance(max_threads, bool)
+            or not isinstance(max_threads, int)
+            or max_threads < max_workers
+        ):
+            raise BandConfigError(
+                f"max_threads must be an integer >= max_workers ({max_workers}); "
+                f"got {max_threads!r}"
+            )
+        if not stuck_after > 0:
+            raise BandConfigError(f"stuck_after must be > 0; got {stuck_after!r}")
         self.cancel_grace = float(cancel_grace)
+        self.max_workers = max_workers
+        self.max_threads = max_threads
+        self.stuck_after = float(stuck_after)
         self._thread_name = thread_name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._executor: BridgeExecutor | None = None
+        # Executors of earlier loops whose threads a close left running.
+        self._old_executors: list[BridgeExecutor] = []
+        self._stuck_loops: list[threading.Thread] = []
         self._closing = False
         self._runs = 0
         self._running = 0
         self._portal_calls = 0
         self._abandoned = 0
-        self._stuck_threads = 0
         self._left_at_close = 0
         self._lock = threading.Lock()
         # Set while a task starts the thread (see _running_loop).
@@ -363,6 +431,10 @@ class AsyncioBridge:
         """The bridge's counters now."""
         with self._lock:
             abandoned = self._abandoned
+        executors = [e.statistics() for e in self._old_executors]
+        if self._executor is not None:
+            executors.append(self._executor.statistics())
+        loops = sum(1 for t in self._stuck_loops if t.is_alive())
         return BridgeStatistics(
             thread_running=self._thread_alive(),
             runs=self._runs,
@@ -370,7 +442,10 @@ class AsyncioBridge:
             portal_calls=self._portal_calls,
             abandoned=abandoned,
             left_at_close=self._left_at_close,
-            stuck_threads=self._stuck_threads,
+            stuck_threads=loops + sum(e.stuck for e in executors),
+            executor_threads=sum(e.threads for e in executors),
+            executor_busy=sum(e.busy for e in executors),
+            executor_queued=sum(e.queued for e in executors),
         )
 
     def _thread_alive(self) -> bool:
@@ -391,7 +466,7 @@ class AsyncioBridge:
         The thread is started from a Trio worker thread: ``Thread.start``
         waits until the OS has scheduled the new thread, which would block the
         Trio loop for that long. :meth:`run` starts it when needed; calling
-        this first (``LangGraphAdapter.on_started`` does) keeps that wait out
+        this first (from an adapter's ``on_started``) keeps that wait out
         of the first turn. Idempotent.
 
         Raises:
@@ -419,6 +494,14 @@ class AsyncioBridge:
             # replace the policy so that it refuses to run inside Trio.
             loop = _LOOP_FACTORY()
             loop.set_task_factory(cast(Any, _task_factory))
+            executor = BridgeExecutor(
+                max_workers=self.max_workers,
+                max_threads=self.max_threads,
+                stuck_after=self.stuck_after,
+                name=f"{self._thread_name}-sync",
+                owner_of=lambda: _CURRENT_RUN.get(None),
+            )
+            loop.set_default_executor(executor)
             thread = threading.Thread(
                 target=self._thread_main, args=(loop,), name=self._thread_name, daemon=True
             )
@@ -427,9 +510,10 @@ class AsyncioBridge:
                 await trio.to_thread.run_sync(thread.start)
             except BaseException:
                 loop.close()
+                executor.close(0)
                 raise
             else:
-                self._loop, self._thread = loop, thread
+                self._loop, self._thread, self._executor = loop, thread, executor
             finally:
                 self._starting = None
                 starting.set()
@@ -569,21 +653,25 @@ class AsyncioBridge:
     # ------------------------------------------------------------------ closing
 
     async def aclose(self) -> None:
-        """Cancel every task, stop the loop and join the thread.
+        """Cancel every task, stop the loop, join the thread and the executor's.
 
         Waits at most ``cancel_grace`` seconds for tasks to end (those still
-        running are abandoned), then about one more second for the thread;
-        real seconds, even under a virtual test clock. Idempotent; the bridge
-        can be used again afterwards (a new thread).
+        running are abandoned), then a few more seconds for the loop thread,
+        then for synchronous jobs still running on the executor until they
+        end or count as stuck, at most ``cancel_grace`` seconds (a job already
+        stuck is not waited for; threads left are reported in
+        ``stuck_threads`` while they live); real seconds, even under a virtual
+        test clock. Idempotent; the bridge can be used again afterwards (new
+        threads).
 
         Cancellation:
-            Waiting is cancellable; the thread then stops on its own.
+            Waiting is cancellable; the threads then stop on their own.
         """
         starting = self._starting
         if starting is not None:
             await starting.wait()  # a thread being started is stopped too
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
+        loop, thread, executor = self._loop, self._thread, self._executor
+        if loop is None or thread is None or executor is None:
             return
         self._closing = True
         try:
@@ -594,16 +682,28 @@ class AsyncioBridge:
             # stuck. The drain takes at most the grace, closing the loop's
             # async generators at most one more second.
             await trio.to_thread.run_sync(
-                thread.join, self.cancel_grace + 3.0, abandon_on_cancel=True
+                thread.join, self.cancel_grace + _CLOSE_JOIN, abandon_on_cancel=True
             )
             if thread.is_alive():
-                self._stuck_threads += 1
+                self._stuck_loops.append(thread)
                 logger.error(
                     "the asyncio bridge thread did not stop: a task blocks its loop "
                     "without yielding; leaving it (daemon thread)"
                 )
+            left = await trio.to_thread.run_sync(
+                executor.close, self.cancel_grace, abandon_on_cancel=True
+            )
+            if left:
+                logger.error(
+                    "closing the asyncio bridge: %d synchronous job(s) still running; "
+                    "leaving their threads (daemon threads)",
+                    left,
+                )
         finally:
-            self._loop = self._thread = None
+            executor.close(0)  # when cancelled above: no new jobs, none queued
+            if executor.statistics().threads:
+                self._old_executors.append(executor)
+            self._loop = self._thread = self._executor = None
             self._closing = False
 
     def _begin_shutdown(self, loop: asyncio.AbstractEventLoop) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import trio
-from band_trio_langgraph import (
+from band_trio_asyncio import (
     AsyncioBridge,
     AsyncioTaskCancelledError,
     BridgeClosedError,
