@@ -15,6 +15,8 @@ both the tools and the runtime build on.
   failure texts the runtime posts), :class:`Usage` / :func:`emit_usage`,
   :func:`post_tool_call` / :func:`post_tool_result`.
 * :func:`render_system_prompt`: the system prompt of LLM adapters.
+* Per-room child processes: :class:`Residents` (which rooms hold one, which
+  to close: idle, over the limit) and :func:`kill_process_group`.
 
 This layer sits below the tools and the runtime and imports neither; adapters
 for a given LLM framework live in their own distributions and build on it.
@@ -55,6 +57,7 @@ from band_trio.adapter.protocols import (
     Preprocessor,
     TurnJudging,
 )
+from band_trio.adapter.residents import Residents, ResidentsStatistics, kill_process_group
 from band_trio.adapter.roster import Roster, available_handles, resolve_mention
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_events import (
@@ -110,6 +113,8 @@ __all__ = [
     "NamedHistoryConverter",
     "PlatformMessage",
     "Preprocessor",
+    "Residents",
+    "ResidentsStatistics",
     "Roster",
     "SchemaFormat",
     "SimpleAdapter",
@@ -127,6 +132,7 @@ __all__ = [
     "image_blocks_placeholder",
     "is_usage_event",
     "is_visible",
+    "kill_process_group",
     "post_tool_call",
     "post_tool_result",
     "render_system_prompt",

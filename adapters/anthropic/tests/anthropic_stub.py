@@ -276,9 +276,15 @@ def _merged(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]
 
 
 def conversation_problems(
-    messages: Sequence[Mapping[str, Any]], *, thinking_on: bool = False
+    messages: Sequence[Mapping[str, Any]], *, thinking_on: bool = False, system_role: bool = False
 ) -> list[str]:
-    """What makes ``messages`` an invalid Messages API conversation (empty: valid)."""
+    """What makes ``messages`` an invalid Messages API conversation (empty: valid).
+
+    With ``system_role``, messages with the role ``system`` (which the
+    ``claude`` CLI adds to a conversation) are accepted and left out of the checks.
+    """
+    if system_role:
+        messages = [m for m in messages if m.get("role") != "system"]
     problems: list[str] = []
     if not messages:
         return ["messages: at least one message is required"]
@@ -364,6 +370,7 @@ class AnthropicStub:
         context_window: requests larger than this get "prompt is too long"
             (None: no limit).
         accounting: replace scripted usage by the stub's accounts.
+        system_role: accept messages with the role ``system`` in a conversation.
     """
 
     def __init__(
@@ -373,6 +380,7 @@ class AnthropicStub:
         lookback_blocks: int = 20,
         context_window: int | None = None,
         accounting: bool = False,
+        system_role: bool = False,
     ) -> None:
         self.script: deque[Script] = deque()
         self.requests: list[Request] = []
@@ -385,6 +393,7 @@ class AnthropicStub:
         self.lookback_blocks = lookback_blocks
         self.context_window = context_window
         self.accounting = accounting
+        self.system_role = system_role
         self._cache: set[str] = set()
         self._changed = trio.Event()
 
@@ -457,7 +466,9 @@ class AnthropicStub:
             return Reply(404, {"type": "error", "error": {"type": "not_found_error"}})
         body = request.body
         problems = conversation_problems(
-            body.get("messages") or [], thinking_on=bool(body.get("thinking"))
+            body.get("messages") or [],
+            thinking_on=bool(body.get("thinking")),
+            system_role=self.system_role,
         )
         marks = sum(
             1 for _, b in request_blocks(body) if isinstance(b, Mapping) and "cache_control" in b
