@@ -14,7 +14,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "anthropic" / "tests"))
 
-from claude_support import ClaudeStub  # noqa: E402
+from claude_support import ClaudeStub
 
 
 @pytest.fixture

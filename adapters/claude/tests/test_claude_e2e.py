@@ -14,18 +14,14 @@ import trio
 from anthropic_stub import message, text, thinking, tool_use
 from band_trio_claude import SESSION_METADATA_KEY, ClaudeAgentAdapter
 from claude_support import (
-    DONE,
     NO_REPLY,
     SEND,
     ClaudeStub,
     agent_in_rooms,
     config_for,
     last_user_text,
-    reply,
-    tool_results,
 )
 
-from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 from band_trio.local import LocalPlatform
 
 TIMEOUT = 60
@@ -66,7 +62,8 @@ async def test_a_message_is_answered_through_the_band_tool(
         "tool_call_id": "toolu_01",
     }
     result = json.loads(room.from_agent("tool_result")[0].content)
-    assert result["tool_call_id"] == "toolu_01" and result["is_error"] is False
+    assert result["tool_call_id"] == "toolu_01"
+    assert result["is_error"] is False
     assert room.from_agent("thought")[0].content == "Simple arithmetic."
     session, usage = sorted(room.from_agent("task"), key=lambda m: "band_usage" in m.metadata)
     assert session_id is not None
@@ -74,7 +71,8 @@ async def test_a_message_is_answered_through_the_band_tool(
     assert usage.metadata["band_usage"]["input_tokens"] == 280
     # Claude was offered the Band tools only, under their MCP names.
     names = {t["name"] for t in seen[0]["tools"]}
-    assert SEND in names and NO_REPLY in names
+    assert SEND in names
+    assert NO_REPLY in names
     assert all(name.startswith("mcp__band__") for name in names)
     # The CLI is gone once the agent stopped.
     assert adapter.live_rooms() == []
