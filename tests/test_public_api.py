@@ -111,6 +111,10 @@ ADAPTER = {
     "available_handles", "image_blocks_placeholder", "resolve_mention", "is_usage_event", "is_visible", "post_tool_call",
     "post_tool_result", "render_system_prompt", "report_failure", "resolve_features",
     "to_jsonable", "tool_call_content", "tool_result_content", "truncate_event_content",
+    # shared plumbing of LLM adapters
+    "HISTORY_START", "ImageBlock", "PromptSettings", "ToolOutput", "ToolSchema", "TurnLine",
+    "offered_neutral_tools", "offered_tool_schemas", "post_thought", "render_turn_lines",
+    "run_tool_call", "system_line", "tool_exception_result",
 }  # fmt: skip
 
 

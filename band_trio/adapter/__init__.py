@@ -14,7 +14,13 @@ both the tools and the runtime build on.
 * Best-effort posts: :class:`AgentFailure` / :func:`report_failure` (and the
   failure texts the runtime posts), :class:`Usage` / :func:`emit_usage`,
   :func:`post_tool_call` / :func:`post_tool_result`.
-* :func:`render_system_prompt`: the system prompt of LLM adapters.
+* What every LLM adapter needs once (see docs, "Writing an adapter package"):
+  :class:`PromptSettings` / :func:`render_system_prompt` and
+  :func:`render_turn_lines` (the system prompt and a turn's input lines);
+  :func:`offered_tool_schemas` / :class:`ToolSchema` (the tools to offer, in
+  the model's format); :func:`run_tool_call` / :class:`ToolOutput` /
+  :class:`ImageBlock` (a tool call with its events, and what the model gets
+  back); :func:`post_thought`.
 * Per-room child processes: :class:`Residents` (which rooms hold one, which
   to close: idle, over the limit) and :func:`kill_process_group`.
 
@@ -49,7 +55,15 @@ from band_trio.adapter.messages import (
     NamedHistoryConverter,
     PlatformMessage,
 )
-from band_trio.adapter.prompt import CAPABILITY_SECTIONS, render_system_prompt
+from band_trio.adapter.prompt import (
+    CAPABILITY_SECTIONS,
+    HISTORY_START,
+    PromptSettings,
+    TurnLine,
+    render_system_prompt,
+    render_turn_lines,
+    system_line,
+)
 from band_trio.adapter.protocols import (
     AllRoomsCleanup,
     FrameworkAdapter,
@@ -62,10 +76,18 @@ from band_trio.adapter.roster import Roster, available_handles, resolve_mention
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_events import (
     image_blocks_placeholder,
+    post_thought,
     post_tool_call,
     post_tool_result,
     tool_call_content,
     tool_result_content,
+)
+from band_trio.adapter.tool_offer import ToolSchema, offered_neutral_tools, offered_tool_schemas
+from band_trio.adapter.tool_output import (
+    ImageBlock,
+    ToolOutput,
+    run_tool_call,
+    tool_exception_result,
 )
 from band_trio.adapter.tool_protocol import (
     AgentToolsProtocol,
@@ -89,6 +111,7 @@ __all__ = [
     "EVENT_CONTENT_LIMIT",
     "FAILURE_METADATA_KEY",
     "GENERIC_FAILURE_MESSAGE",
+    "HISTORY_START",
     "MISSING_REPLY_LABEL",
     "MISSING_REPLY_MESSAGE",
     "MISSING_REPLY_TEXT",
@@ -109,10 +132,12 @@ __all__ = [
     "HistoryItem",
     "HistoryProvider",
     "HistoryRole",
+    "ImageBlock",
     "InterruptHandler",
     "NamedHistoryConverter",
     "PlatformMessage",
     "Preprocessor",
+    "PromptSettings",
     "Residents",
     "ResidentsStatistics",
     "Roster",
@@ -121,11 +146,14 @@ __all__ = [
     "ToolCategory",
     "ToolEffect",
     "ToolErrorKind",
+    "ToolOutput",
     "ToolResult",
+    "ToolSchema",
     "ToolSpec",
     "TurnContext",
     "TurnHooks",
     "TurnJudging",
+    "TurnLine",
     "Usage",
     "available_handles",
     "emit_usage",
@@ -133,14 +161,21 @@ __all__ = [
     "is_usage_event",
     "is_visible",
     "kill_process_group",
+    "offered_neutral_tools",
+    "offered_tool_schemas",
+    "post_thought",
     "post_tool_call",
     "post_tool_result",
     "render_system_prompt",
+    "render_turn_lines",
     "report_failure",
     "resolve_features",
     "resolve_mention",
+    "run_tool_call",
+    "system_line",
     "to_jsonable",
     "tool_call_content",
+    "tool_exception_result",
     "tool_result_content",
     "truncate_event_content",
 ]

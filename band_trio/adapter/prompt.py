@@ -12,11 +12,23 @@ room id, no tool list and no date, so it stays the same for every room.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final, Literal
+
+import attrs
 
 from band_trio.adapter.capabilities import Capability
+from band_trio.adapter.messages import PlatformMessage
+from band_trio.errors import BandConfigError
 
-__all__ = ["CAPABILITY_SECTIONS", "render_system_prompt"]
+__all__ = [
+    "CAPABILITY_SECTIONS",
+    "HISTORY_START",
+    "PromptSettings",
+    "TurnLine",
+    "render_system_prompt",
+    "render_turn_lines",
+    "system_line",
+]
 
 _ENVIRONMENT: Final = """\
 ## Environment
@@ -165,3 +177,101 @@ def render_system_prompt(
             f"## Developer Instructions\n{custom}" if include_base_instructions else custom
         )
     return "\n\n".join(sections)
+
+
+def _optional_text(_inst: object, attr: Any, value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise BandConfigError(f"{attr.name} must be a string; got {type(value).__name__}")
+
+
+def _text(_inst: object, attr: Any, value: object) -> None:
+    if not isinstance(value, str):
+        raise BandConfigError(f"{attr.name} must be a string; got {type(value).__name__}")
+
+
+def _flag(_inst: object, attr: Any, value: object) -> None:
+    if not isinstance(value, bool):
+        raise BandConfigError(f"{attr.name} must be True or False; got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class PromptSettings:
+    """How an LLM adapter gets its system prompt (immutable).
+
+    Attributes:
+        system_prompt: a complete system prompt; when set, the other settings
+            and the capability sections are not used.
+        custom_section: the developer's instructions, added last (under
+            ``## Developer Instructions`` when base instructions are on).
+        include_base_instructions: include the Environment, Security,
+            Activation, Delegation and Relaying sections.
+
+    Raises:
+        BandConfigError: a value of the wrong type.
+    """
+
+    system_prompt: str | None = attrs.field(default=None, validator=_optional_text)
+    custom_section: str = attrs.field(default="", validator=_text)
+    include_base_instructions: bool = attrs.field(default=True, validator=_flag)
+
+    def render(
+        self,
+        agent_name: str,
+        agent_description: str,
+        *,
+        capabilities: Iterable[Capability | str] = (),
+        extra_sections: Iterable[str] = (),
+    ) -> str:
+        """The system prompt: :attr:`system_prompt` when set, else
+        :func:`render_system_prompt` with these settings."""
+        if self.system_prompt is not None:
+            return self.system_prompt
+        return render_system_prompt(
+            agent_name,
+            agent_description,
+            custom_section=self.custom_section,
+            include_base_instructions=self.include_base_instructions,
+            capabilities=capabilities,
+            extra_sections=extra_sections,
+        )
+
+
+SYSTEM_PREFIX: Final = "[System]: "
+
+HISTORY_START: Final = f"{SYSTEM_PREFIX}Earlier conversation in this room follows."
+"""The line a history converter puts before the room's earlier messages."""
+
+
+def system_line(text: str) -> str:
+    """A platform update as the model sees it: ``"[System]: <text>"``."""
+    return f"{SYSTEM_PREFIX}{text}"
+
+
+@attrs.frozen
+class TurnLine:
+    """One user-role line of a turn's input.
+
+    Attributes:
+        kind: ``"participants"`` (the participant list), ``"contacts"``
+            (contact updates, the hub prompt) or ``"message"`` (the message to
+            answer, always last).
+        text: the line the model reads.
+    """
+
+    kind: Literal["participants", "contacts", "message"]
+    text: str
+
+
+def render_turn_lines(
+    msg: PlatformMessage, participants_msg: str | None, contacts_msg: str | None
+) -> list[TurnLine]:
+    """What a turn adds to the conversation, in order: the participant list and
+    the contact updates as ``[System]:`` lines (when present), then the
+    message as :meth:`PlatformMessage.format_for_llm` renders it."""
+    lines: list[TurnLine] = []
+    if participants_msg:
+        lines.append(TurnLine("participants", system_line(participants_msg)))
+    if contacts_msg:
+        lines.append(TurnLine("contacts", system_line(contacts_msg)))
+    lines.append(TurnLine("message", msg.format_for_llm()))
+    return lines

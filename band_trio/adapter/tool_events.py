@@ -14,6 +14,7 @@ from band_trio.wire.models import EventCreated
 
 __all__ = [
     "image_blocks_placeholder",
+    "post_thought",
     "post_tool_call",
     "post_tool_result",
     "tool_call_content",
@@ -105,3 +106,15 @@ async def post_tool_result(
     """
     content = tool_result_content(name, output, tool_call_id, is_error=is_error)
     return await _post_quietly(tools, content, "tool_result")
+
+
+async def post_thought(tools: AgentToolsProtocol, text: str) -> EventCreated | None:
+    """Post a ``thought`` event (reasoning the model gave), best-effort; blank
+    text is not posted.
+
+    Returns:
+        The platform's receipt, or None when nothing was posted.
+    """
+    if not text.strip():
+        return None
+    return await _post_quietly(tools, text, "thought")

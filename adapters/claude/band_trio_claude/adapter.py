@@ -47,18 +47,18 @@ from band_trio import (
     HistoryConverter,
     PlatformMessage,
     SimpleAdapter,
-    ToolErrorKind,
-    ToolResult,
 )
 from band_trio.adapter import (
+    PromptSettings,
     Residents,
     ResidentsStatistics,
+    ToolOutput,
     Usage,
     image_blocks_placeholder,
     post_tool_call,
     post_tool_result,
-    render_system_prompt,
     report_failure,
+    run_tool_call,
 )
 from band_trio.tools import ToolCategory
 from band_trio_claude.config import ClaudeAgentConfig
@@ -191,10 +191,14 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
             include_tools=include_tools,
             exclude_tools=exclude_tools,
             include_categories=include_categories,
+            custom_tools=custom_tools,
+            prompt=PromptSettings(
+                system_prompt=config.system_prompt,
+                custom_section=config.custom_section,
+                include_base_instructions=config.include_base_instructions,
+            ),
         )
         self.config = config
-        self.custom_tools = custom_tools
-        self._system_prompt: str | None = None
         self._clients: Residents[RoomClient] = Residents(
             limit=config.max_live_clients, idle_timeout=config.idle_timeout
         )
@@ -208,29 +212,6 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
         return f"{type(self).__name__}(model={self.config.model!r})"
 
     # ------------------------------------------------------------------ lifecycle
-
-    @property
-    def system_prompt(self) -> str:
-        """The Band system prompt every room's CLI is given (rendered at ``on_started``)."""
-        if self._system_prompt is None:
-            self._system_prompt = self._render_prompt()
-        return self._system_prompt
-
-    def _render_prompt(self) -> str:
-        if self.config.system_prompt is not None:
-            return self.config.system_prompt
-        return render_system_prompt(
-            self.agent_name,
-            self.agent_description,
-            custom_section=self.config.custom_section,
-            include_base_instructions=self.config.include_base_instructions,
-            capabilities=self.features.capabilities,
-        )
-
-    async def on_started(self, agent_name: str, agent_description: str) -> None:
-        """Store the identity and render the system prompt."""
-        await super().on_started(agent_name, agent_description)
-        self._system_prompt = self._render_prompt()
 
     def session_id(self, room_id: str) -> str | None:
         """The Claude conversation id of ``room_id``, when one is known."""
@@ -360,8 +341,8 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
         if client is not None:
             self._clients.remove(room_id)
             await self._close(client)
-        schemas = self._tool_schemas(tools)
-        names = [str(schema["name"]) for schema in schemas]
+        schemas = self.neutral_tools(tools)
+        names = [schema.name for schema in schemas]
         client = RoomClient(room_id, schemas, self._options(room_id, names), session)
         try:
             await client.open()
@@ -440,12 +421,6 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
 
     # ------------------------------------------------------------------ options
 
-    def _tool_schemas(self, tools: AgentToolsProtocol) -> list[dict[str, Any]]:
-        options = self.features.tool_schema_options()
-        if self.custom_tools is not None:
-            options["custom_tools"] = self.custom_tools
-        return tools.get_tool_schemas("anthropic", **options)
-
     def _options(self, room_id: str, band_tools: list[str]) -> ClaudeAgentOptions:
         config = self.config
         # MCP tools are offered directly rather than behind a search tool
@@ -481,18 +456,12 @@ class _Turn:
         self.usage = Usage()
         self.names: dict[str, str] = {}  # tool use id -> name
 
-    async def run_tool(self, name: str, args: Mapping[str, Any]) -> ToolResult:
-        custom = self.adapter.custom_tools
-        try:
-            if custom is not None:
-                return await self.tools.execute_tool_call(name, args, custom_tools=custom)
-            return await self.tools.execute_tool_call(name, args)
-        except Exception as exc:
-            # AgentTools never raises here; another tools object might.
-            logger.exception("tool %s raised", name)
-            return ToolResult.error(
-                name, ToolErrorKind.INTERNAL_ERROR, f"Error executing {name}: {exc}"
-            )
+    async def run_tool(self, name: str, args: Mapping[str, Any]) -> ToolOutput:
+        # The events come from Claude's messages (they cover Claude's own
+        # tools too), not from here.
+        return await run_tool_call(
+            self.tools, name, args, "", custom_tools=self.adapter.custom_tools, post_events=False
+        )
 
     async def on_message(self, message: Message) -> None:
         features = self.adapter.features
@@ -502,12 +471,8 @@ class _Turn:
                 self.client.session_id = session
         elif isinstance(message, AssistantMessage):
             for block in message.content:
-                if isinstance(block, ThinkingBlock) and features.emits(Emit.THOUGHTS):
-                    if block.thinking.strip():
-                        try:
-                            await self.tools.send_event(block.thinking, "thought")
-                        except Exception as exc:
-                            logger.warning("could not post a thought event: %r", exc)
+                if isinstance(block, ThinkingBlock) and block.thinking.strip():
+                    await self.adapter.post_thought(self.tools, block.thinking)
                 elif isinstance(block, ToolUseBlock):
                     name = strip_prefix(block.name)
                     self.names[block.id] = name

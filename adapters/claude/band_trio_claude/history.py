@@ -15,6 +15,7 @@ from typing import Final
 import attrs
 
 from band_trio import HistoryItem, PlatformMessage
+from band_trio.adapter import render_turn_lines
 
 __all__ = [
     "HISTORY_HEADER",
@@ -95,9 +96,6 @@ def compose_prompt(
 ) -> str:
     """The prompt of one turn: the history (when given), the ``[System]:``
     lines, then the message; parts separated by a blank line."""
-    parts: list[str] = []
-    if history:
-        parts.append(f"{HISTORY_HEADER}\n{history}")
-    parts += [f"[System]: {line}" for line in (participants_msg, contacts_msg) if line]
-    parts.append(msg.format_for_llm())
+    parts = [f"{HISTORY_HEADER}\n{history}"] if history else []
+    parts += [line.text for line in render_turn_lines(msg, participants_msg, contacts_msg)]
     return "\n\n".join(parts)

@@ -39,7 +39,7 @@ from claude_agent_sdk import (
     tool,
 )
 
-from band_trio.adapter import ToolResult, kill_process_group
+from band_trio.adapter import ToolOutput, ToolSchema, kill_process_group
 
 __all__ = ["MCP_PREFIX", "MCP_SERVER", "RoomClient", "ToolRunner", "strip_prefix"]
 
@@ -53,7 +53,7 @@ MCP_PREFIX: Final = f"mcp__{MCP_SERVER}__"
 ANNOUNCE_WAIT: Final = 1.0
 """Seconds an MCP call waits for the message announcing it before it runs anyway."""
 
-ToolRunner = Callable[[str, Mapping[str, Any]], Awaitable[ToolResult]]
+ToolRunner = Callable[[str, Mapping[str, Any]], Awaitable[ToolOutput]]
 """Runs one tool call in the turn and returns its result (never raises)."""
 
 
@@ -62,25 +62,12 @@ def strip_prefix(name: str) -> str:
     return name.removeprefix(MCP_PREFIX)
 
 
-def _mcp_content(result: ToolResult) -> list[dict[str, Any]]:
-    """The MCP content of a tool result: image blocks for a room file read as
-    images, else the text every adapter gives the model."""
-    value = result.value
-    if not result.is_error and isinstance(value, Mapping):
-        items = value.get("content")
-        if (
-            isinstance(items, list)
-            and items
-            and all(
-                isinstance(i, Mapping)
-                and i.get("type") == "image"
-                and isinstance(i.get("data"), str)
-                and isinstance(i.get("mimeType"), str)
-                for i in items
-            )
-        ):
-            return [{"type": "image", "data": i["data"], "mimeType": i["mimeType"]} for i in items]
-    return [{"type": "text", "text": result.text}]
+def _mcp_content(output: ToolOutput) -> list[dict[str, Any]]:
+    """The MCP content of a tool call's output: its images, else the text
+    every adapter gives the model."""
+    if output.images:
+        return [{"type": "image", "data": i.data, "mimeType": i.mime_type} for i in output.images]
+    return [{"type": "text", "text": output.text}]
 
 
 @attrs.define(eq=False)
@@ -113,8 +100,7 @@ class RoomClient:
 
     Args:
         room_id: the room.
-        tool_schemas: the tools to serve (``name``, ``description``,
-            ``input_schema``), bare names (``band_send_message``).
+        tool_schemas: the tools to serve, by their Band names (``band_send_message``).
         options: the client's options, without the MCP server (added here).
         session_id: the Claude conversation to resume, or None.
     """
@@ -122,13 +108,13 @@ class RoomClient:
     def __init__(
         self,
         room_id: str,
-        tool_schemas: Sequence[Mapping[str, Any]],
+        tool_schemas: Sequence[ToolSchema],
         options: ClaudeAgentOptions,
         session_id: str | None,
     ) -> None:
         self.room_id = room_id
         self.session_id = session_id
-        self.tool_names = tuple(str(s["name"]) for s in tool_schemas)
+        self.tool_names = tuple(schema.name for schema in tool_schemas)
         self.broken = False
         self._events: trio.MemorySendChannel[Event] | None = None
         server = create_sdk_mcp_server(
@@ -141,15 +127,13 @@ class RoomClient:
         self.pid: int | None = None
         self._stream: AsyncIterator[Message] | None = None
 
-    def _mcp_tool(self, schema: Mapping[str, Any]) -> SdkMcpTool[Any]:
-        name = str(schema["name"])
+    def _mcp_tool(self, schema: ToolSchema) -> SdkMcpTool[Any]:
+        name = schema.name
 
         async def handler(args: dict[str, Any]) -> dict[str, Any]:
             return await self._hand_over(name, args)
 
-        return tool(name, str(schema.get("description") or ""), dict(schema["input_schema"]))(
-            handler
-        )
+        return tool(name, schema.description, dict(schema.input_schema))(handler)
 
     async def _hand_over(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Give a call to the running turn and wait for its answer."""
@@ -303,8 +287,8 @@ class RoomClient:
         waiting: list[_Call] = []
 
         async def run(call: _Call) -> None:
-            result = await run_tool(call.name, call.args)
-            call.settle({"content": _mcp_content(result), "is_error": result.is_error})
+            output = await run_tool(call.name, call.args)
+            call.settle({"content": _mcp_content(output), "is_error": output.is_error})
 
         async with receive:
             while True:

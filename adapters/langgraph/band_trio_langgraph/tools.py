@@ -30,12 +30,12 @@ from langchain_core.tools import BaseTool, ToolException
 
 from band_trio import (
     AgentToolsProtocol,
-    CustomTools,
     Emit,
     ToolErrorKind,
     ToolResult,
 )
 from band_trio.adapter import (
+    CustomToolSet,
     Usage,
     post_tool_call,
     post_tool_result,
@@ -75,7 +75,7 @@ class TurnState:
     tools: AgentToolsProtocol
     portal: TrioPortal
     emit: frozenset[Emit]
-    custom_tools: CustomTools | None = None
+    custom_tools: CustomToolSet | None = None
     usage: Usage = attrs.field(factory=Usage)
 
     def enter(self) -> None:
