@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from anthropic_stub import AnthropicStub, Reply, Request, message, text, tool_use
+from anthropic_stub import AnthropicStub, Reply, Request, message, text, thinking, tool_use
 from band_trio_claude import ClaudeAgentAdapter, ClaudeAgentConfig
 
 import band_trio
@@ -96,9 +96,15 @@ def _offers_band(body: dict[str, Any]) -> bool:
     return any(str(t.get("name", "")).startswith("mcp__band__") for t in body.get("tools") or [])
 
 
+def call(name: str, args: dict[str, Any], call_id: str = "toolu_1") -> Reply:
+    """A model answer calling one tool, after a thinking block (the CLI turns
+    thinking on, and a tool loop then needs one)."""
+    return message(thinking(f"I will call {name}."), tool_use(call_id, name, args))
+
+
 def reply(content: str, mentions: list[str], call_id: str = "toolu_1") -> Reply:
     """A model answer that replies through ``band_send_message``."""
-    return message(tool_use(call_id, SEND, {"content": content, "mentions": mentions}))
+    return call(SEND, {"content": content, "mentions": mentions}, call_id)
 
 
 DONE = message(text("Done."))
