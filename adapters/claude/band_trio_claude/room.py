@@ -237,17 +237,19 @@ class RoomClient:
         interrupt), refusing the tool calls it still makes."""
         send, receive = trio.open_memory_channel[Event](math.inf)
         self._events = send
+        result: ResultMessage | None = None
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, send.clone())
-                async with receive:
+                with receive:
                     async for event in receive:
                         if isinstance(event, _Call):
                             event.settle(_refusal(event.name, "the turn was interrupted."))
                         elif isinstance(event, ResultMessage):
-                            nursery.cancel_scope.cancel()
-                            return event
-                return None
+                            result = event
+                            break
+                nursery.cancel_scope.cancel()
+            return result
         finally:
             self._events = None
             send.close()
@@ -290,7 +292,7 @@ class RoomClient:
             output = await run_tool(call.name, call.args)
             call.settle({"content": _mcp_content(output), "is_error": output.is_error})
 
-        async with receive:
+        with receive:
             while True:
                 try:
                     if waiting:
