@@ -115,6 +115,8 @@ ADAPTER = {
     "HISTORY_START", "ImageBlock", "PromptSettings", "ToolOutput", "ToolSchema", "TurnLine",
     "offered_neutral_tools", "offered_tool_schemas", "post_thought", "render_turn_lines",
     "run_tool_call", "system_line", "tool_exception_result",
+    # per-room child processes
+    "Residents", "ResidentsStatistics", "kill_process_group",
 }  # fmt: skip
 
 
