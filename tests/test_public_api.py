@@ -117,6 +117,8 @@ ADAPTER = {
     "run_tool_call", "system_line", "tool_exception_result",
     "INTERRUPTED_TOOL_RESULT", "HistoryRecord", "HistoryText", "HistoryToolCall",
     "HistoryToolResult", "read_history", "sender_label",
+    # per-room child processes
+    "Residents", "ResidentsStatistics", "kill_process_group",
 }  # fmt: skip
 
 

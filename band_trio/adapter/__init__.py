@@ -23,6 +23,8 @@ both the tools and the runtime build on.
   back); :func:`post_thought`; :func:`read_history` (a room's history as
   tool calls, results and text, other senders labelled by
   :func:`sender_label`: name and unique handle).
+* Per-room child processes: :class:`Residents` (which rooms hold one, which
+  to close: idle, over the limit) and :func:`kill_process_group`.
 
 This layer sits below the tools and the runtime and imports neither; adapters
 for a given LLM framework live in their own distributions and build on it.
@@ -81,6 +83,7 @@ from band_trio.adapter.protocols import (
     ReportsStuckThreads,
     TurnJudging,
 )
+from band_trio.adapter.residents import Residents, ResidentsStatistics, kill_process_group
 from band_trio.adapter.roster import Roster, available_handles, resolve_mention
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_events import (
@@ -153,6 +156,8 @@ __all__ = [
     "Preprocessor",
     "PromptSettings",
     "ReportsStuckThreads",
+    "Residents",
+    "ResidentsStatistics",
     "Roster",
     "SchemaFormat",
     "SimpleAdapter",
@@ -173,6 +178,7 @@ __all__ = [
     "image_blocks_placeholder",
     "is_usage_event",
     "is_visible",
+    "kill_process_group",
     "offered_neutral_tools",
     "offered_tool_schemas",
     "post_thought",

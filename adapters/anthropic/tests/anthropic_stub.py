@@ -19,7 +19,9 @@ Beyond the script, the stub does what the API does with a request:
   usage is replaced by the account;
 * ``POST /v1/messages/count_tokens`` answers the request's token count;
 * with ``context_window`` set, a request larger than it gets the API's
-  "prompt is too long" 400, without using the script.
+  "prompt is too long" 400, without using the script;
+* a request with ``"stream": true`` gets its answer as the Messages API's
+  server-sent events (:func:`sse_events`), as the ``claude`` CLI asks for it.
 
 Tokens are counted by :func:`block_tokens`: one per four characters of a
 block's JSON form (a stand-in for the real tokenizer, which the adapter
@@ -121,6 +123,47 @@ def error(status: int, kind: str, text_: str) -> Reply:
         status,
         {"type": "error", "error": {"type": kind, "message": text_}},
         (("request-id", f"req_{next(_ids)}"),),
+    )
+
+
+def _block_events(index: int, block: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The stream events of one content block: start, its deltas, stop."""
+    kind = block.get("type")
+    deltas: list[dict[str, Any]] = []
+    if kind == "text":
+        start: dict[str, Any] = {"type": "text", "text": ""}
+        deltas.append({"type": "text_delta", "text": block["text"]})
+    elif kind == "tool_use":
+        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        deltas.append({"type": "input_json_delta", "partial_json": json.dumps(block["input"])})
+    elif kind == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas.append({"type": "thinking_delta", "thinking": block["thinking"]})
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    else:  # redacted thinking and anything else: whole in its start event
+        start = dict(block)
+    events = [("content_block_start", {"index": index, "content_block": start})]
+    events += [("content_block_delta", {"index": index, "delta": d}) for d in deltas]
+    events.append(("content_block_stop", {"index": index}))
+    return events
+
+
+def sse_events(body: Mapping[str, Any]) -> bytes:
+    """A Messages API answer ``body`` as the stream of server-sent events that
+    carries it (``message_start``, each block's events, ``message_delta``,
+    ``message_stop``)."""
+    usage = dict(body.get("usage") or {})
+    head = {**body, "content": [], "stop_reason": None, "stop_sequence": None}
+    head["usage"] = {**usage, "output_tokens": 1}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": head})]
+    for index, block in enumerate(body.get("content") or []):
+        events += _block_events(index, block)
+    delta = {"stop_reason": body.get("stop_reason"), "stop_sequence": None}
+    events.append(("message_delta", {"delta": delta, "usage": usage}))
+    events.append(("message_stop", {}))
+    return b"".join(
+        f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+        for name, data in events
     )
 
 
@@ -233,9 +276,15 @@ def _merged(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]
 
 
 def conversation_problems(
-    messages: Sequence[Mapping[str, Any]], *, thinking_on: bool = False
+    messages: Sequence[Mapping[str, Any]], *, thinking_on: bool = False, system_role: bool = False
 ) -> list[str]:
-    """What makes ``messages`` an invalid Messages API conversation (empty: valid)."""
+    """What makes ``messages`` an invalid Messages API conversation (empty: valid).
+
+    With ``system_role``, messages with the role ``system`` (which the
+    ``claude`` CLI adds to a conversation) are accepted and left out of the checks.
+    """
+    if system_role:
+        messages = [m for m in messages if m.get("role") != "system"]
     problems: list[str] = []
     if not messages:
         return ["messages: at least one message is required"]
@@ -321,6 +370,7 @@ class AnthropicStub:
         context_window: requests larger than this get "prompt is too long"
             (None: no limit).
         accounting: replace scripted usage by the stub's accounts.
+        system_role: accept messages with the role ``system`` in a conversation.
     """
 
     def __init__(
@@ -330,6 +380,7 @@ class AnthropicStub:
         lookback_blocks: int = 20,
         context_window: int | None = None,
         accounting: bool = False,
+        system_role: bool = False,
     ) -> None:
         self.script: deque[Script] = deque()
         self.requests: list[Request] = []
@@ -342,6 +393,7 @@ class AnthropicStub:
         self.lookback_blocks = lookback_blocks
         self.context_window = context_window
         self.accounting = accounting
+        self.system_role = system_role
         self._cache: set[str] = set()
         self._changed = trio.Event()
 
@@ -414,7 +466,9 @@ class AnthropicStub:
             return Reply(404, {"type": "error", "error": {"type": "not_found_error"}})
         body = request.body
         problems = conversation_problems(
-            body.get("messages") or [], thinking_on=bool(body.get("thinking"))
+            body.get("messages") or [],
+            thinking_on=bool(body.get("thinking")),
+            system_role=self.system_role,
         )
         marks = sum(
             1 for _, b in request_blocks(body) if isinstance(b, Mapping) and "cache_control" in b
@@ -465,9 +519,15 @@ class AnthropicStub:
                 reply = self._answer(request)
                 if reply is HANG:
                     await trio.sleep_forever()
-                data = json.dumps(reply.body).encode()
+                streamed = (
+                    reply.status == 200
+                    and isinstance(request.body, Mapping)
+                    and request.body.get("stream") is True
+                    and _path(request) == "/v1/messages"
+                )
+                data = sse_events(reply.body) if streamed else json.dumps(reply.body).encode()
                 headers = [
-                    ("content-type", "application/json"),
+                    ("content-type", "text/event-stream" if streamed else "application/json"),
                     ("content-length", str(len(data))),
                     *reply.headers,
                 ]

@@ -1,0 +1,180 @@
+"""Helpers of the Claude adapter's tests: the scripted Messages API, the
+offline environment of the real CLI, and a room with an agent in it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+from anthropic_stub import AnthropicStub, Reply, Request, message, text, thinking, tool_use
+from band_trio_claude import ClaudeAgentAdapter, ClaudeAgentConfig
+
+import band_trio
+from band_trio.local import HumanClient, LocalPlatform
+
+SEND: str = "mcp__band__band_send_message"
+NO_REPLY: str = "mcp__band__band_no_reply"
+
+
+def offline_env(stub_url: str, home: Path) -> dict[str, str]:
+    """The environment that points the CLI at the stub and keeps it off the network."""
+    return {
+        "ANTHROPIC_BASE_URL": stub_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+    }
+
+
+def config_for(stub: AnthropicStub, home: Path, **kwargs: Any) -> ClaudeAgentConfig:
+    """A config whose CLI answers from ``stub``, working in ``home``."""
+    kwargs.setdefault("cwd", home)
+    return ClaudeAgentConfig(env=offline_env(stub.url, home), model="claude-test", **kwargs)
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """The text of the newest user message of a request (system reminders left out)."""
+    for item in reversed(body.get("messages") or []):
+        if item.get("role") != "user":
+            continue
+        content = item["content"]
+        if isinstance(content, str):
+            return content
+        texts = [
+            b.get("text", "")
+            for b in content
+            if b.get("type") == "text" and not b.get("text", "").startswith("<system-reminder>")
+        ]
+        if texts:
+            return "\n".join(texts)
+    return ""
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of a request's newest message."""
+    content = (body.get("messages") or [{}])[-1].get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if b.get("type") == "tool_result"]
+
+
+def ends_tool_loop(body: dict[str, Any]) -> bool:
+    return bool(tool_results(body))
+
+
+class ClaudeStub(AnthropicStub):
+    """The Messages API stub, answering only model requests from its script.
+
+    The CLI also asks the API for other things (a title for the session, a
+    token count): such requests, told apart by having no Band tools, get a
+    short text without using the script.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(system_role=True)
+
+    def _answer(self, request: Request) -> Reply:
+        body = request.body
+        if isinstance(body, dict) and body.get("stream") is not None and not _offers_band(body):
+            return message(text("Untitled"))
+        return super()._answer(request)
+
+    @property
+    def model_bodies(self) -> list[dict[str, Any]]:
+        """The Messages requests that offered the Band tools (the agent's own calls)."""
+        return [b for b in self.bodies if isinstance(b, dict) and _offers_band(b)]
+
+
+def _offers_band(body: dict[str, Any]) -> bool:
+    return any(str(t.get("name", "")).startswith("mcp__band__") for t in body.get("tools") or [])
+
+
+def call(name: str, args: dict[str, Any], call_id: str = "toolu_1") -> Reply:
+    """A model answer calling one tool, after a thinking block (the CLI turns
+    thinking on, and a tool loop then needs one)."""
+    return message(thinking(f"I will call {name}."), tool_use(call_id, name, args))
+
+
+def reply(content: str, mentions: list[str], call_id: str = "toolu_1") -> Reply:
+    """A model answer that replies through ``band_send_message``."""
+    return call(SEND, {"content": content, "mentions": mentions}, call_id)
+
+
+DONE = message(text("Done."))
+
+_SENDER = re.compile(r"\[([^\]]+)\]: ")
+
+
+@attrs.define
+class Room:
+    platform: LocalPlatform
+    human: HumanClient
+    room_id: str
+    agent_id: str
+    agent_handle: str
+
+    @property
+    def state(self) -> Any:
+        return self.platform.state.rooms[self.room_id]
+
+    def from_agent(self, kind: str | None = None) -> list[Any]:
+        return [
+            m
+            for m in self.state.messages
+            if m.sender_id == self.agent_id and (kind is None or m.message_type == kind)
+        ]
+
+    def status(self, message_id: str) -> str | None:
+        delivery = self.state.by_id[message_id].deliveries.get(self.agent_id)
+        return None if delivery is None else str(delivery.status)
+
+    async def post(self, content: str) -> str:
+        sent = await self.human.post_message(
+            self.room_id, f"@{self.agent_handle} {content}", [self.agent_handle]
+        )
+        return str(sent["id"])
+
+    async def settled(self, message_id: str) -> str:
+        """Wait until the agent settled the message; its delivery status."""
+        await self.platform.wait_for(lambda: self.status(message_id) in ("processed", "failed"))
+        return str(self.status(message_id))
+
+
+@asynccontextmanager
+async def agent_in_rooms(
+    platform: LocalPlatform,
+    adapter: ClaudeAgentAdapter,
+    rooms: int = 1,
+    *,
+    config: band_trio.AgentConfig | None = None,
+    room_ids: list[str] | None = None,
+) -> AsyncIterator[list[Room]]:
+    """An agent serving ``adapter`` in ``rooms`` new rooms (or the given ones)."""
+    creds = platform.agents[0]
+    config = config or band_trio.AgentConfig(state_dir=None, max_attempts=1)
+    async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
+        if room_ids is None:
+            room_ids = []
+            for index in range(rooms):
+                room = await human.create_room(f"claude e2e {index}")
+                await human.add_participant(room["id"], creds.id)
+                room_ids.append(str(room["id"]))
+        async with band_trio.open_agent(
+            adapter=adapter,
+            agent_id=creds.id,
+            api_key=creds.api_key,
+            rest_url=platform.rest_url,
+            ws_url=platform.ws_url,
+            config=config,
+        ):
+            yield [Room(platform, human, r, creds.id, creds.handle) for r in room_ids]
+
+
+Answer = Callable[[dict[str, Any]], Reply]
