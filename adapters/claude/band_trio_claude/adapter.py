@@ -52,6 +52,7 @@ from band_trio.adapter import (
     PromptSettings,
     Residents,
     ResidentsStatistics,
+    ToolCategory,
     ToolOutput,
     Usage,
     image_blocks_placeholder,
@@ -60,7 +61,6 @@ from band_trio.adapter import (
     report_failure,
     run_tool_call,
 )
-from band_trio.tools import ToolCategory
 from band_trio_claude.config import ClaudeAgentConfig
 from band_trio_claude.history import (
     SESSION_EVENT_TEXT,

@@ -59,7 +59,6 @@ from band_trio.adapter import (
     ToolCategory,
     Usage,
     render_turn_lines,
-    report_failure,
 )
 from band_trio_langgraph.converter import LangChainHistoryConverter
 from band_trio_langgraph.graph import build_agent_graph

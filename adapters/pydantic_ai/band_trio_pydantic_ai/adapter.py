@@ -59,11 +59,11 @@ from band_trio import (
 )
 from band_trio.adapter import (
     PromptSettings,
+    ToolCategory,
     ToolSchema,
     Usage,
     render_turn_lines,
 )
-from band_trio.tools import ToolCategory
 from band_trio_pydantic_ai.converter import (
     DEFAULT_HISTORY_BUDGET,
     HistoryBudget,
