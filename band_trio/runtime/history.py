@@ -108,17 +108,24 @@ def _sender_name(message: ChatMessage, roster: Roster) -> str:
     return message.sender_type
 
 
+def _sender_handle(message: ChatMessage, roster: Roster) -> str | None:
+    known = roster.get(message.sender_id)
+    return known.handle if known is not None else None
+
+
 def history_item(message: ChatMessage, roster: Roster, *, agent_id: str) -> HistoryItem:
     """Map one context message to a history item.
 
     ``content`` has ``@[[uuid]]`` tokens rewritten with the roster;
     ``sender_name`` falls back to the platform's ``name``, then the roster, then
-    the sender type; ``message_type`` defaults to ``text``.
+    the sender type; ``sender_handle`` is the roster's handle for the sender;
+    ``message_type`` defaults to ``text``.
     """
     return HistoryItem(
         role=history_role(message.sender_type, message.sender_id, agent_id=agent_id),
         content=rewrite_mention_tokens(message.content, roster),
         sender_name=_sender_name(message, roster),
+        sender_handle=_sender_handle(message, roster),
         sender_type=message.sender_type,
         message_type=message.message_type or "text",
         metadata=clean_metadata(message.metadata),

@@ -43,6 +43,7 @@ def platform_message(
 
     ``content`` has mention tokens rewritten with ``ctx.roster``; ``sender_name``
     is the roster's name for the sender, else the name the platform sent;
+    ``sender_handle`` is the roster's handle for the sender (None when unknown);
     ``metadata`` drops None-valued keys; ``created_at`` is parsed from
     ``inserted_at`` (None when missing or invalid).
     """
@@ -59,6 +60,7 @@ def platform_message(
         sender_id=event.sender_id,
         sender_type=event.sender_type,
         sender_name=sender_name,
+        sender_handle=known.handle if known is not None else None,
         message_type=event.message_type or "text",
         metadata=_metadata_dict(event),
         created_at=parse_timestamp(event.inserted_at),

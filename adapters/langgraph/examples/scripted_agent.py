@@ -32,7 +32,9 @@ def scripted_model(user_id: str) -> ScriptedChatModel:
         if last.type == "tool":  # the reply was posted: end the turn
             return ai(text="Done.", usage=(40, 2))
         question = str(last.content)
-        sender = question[1 : question.index("]")] if question.startswith("[") else "there"
+        # The sender is labelled "[Name (@handle)]: ..."; greet by name.
+        label = question[1 : question.index("]")] if question.startswith("[") else "there"
+        sender = label.split(" (@", 1)[0]
         reply = f"Hello {sender}! You asked: {question.split(': ', 1)[-1]}"
         args = {"content": reply, "mentions": [user_id]}
         return ai(tool_call("band_send_message", args), usage=(120, 18))

@@ -8,11 +8,11 @@ from typing import Any
 
 import trio
 from band_trio_langgraph import LangGraphAdapter
-from band_trio_langgraph._core_names import GENERIC_FAILURE_MESSAGE
 from band_trio_langgraph.testing import ScriptedChatModel
 from helpers import agent_in_rooms
 
 from band_trio import LocalPlatform
+from band_trio.adapter import GENERIC_FAILURE_MESSAGE
 
 
 class ModelDown(Exception):

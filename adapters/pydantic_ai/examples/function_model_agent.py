@@ -41,9 +41,12 @@ def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     prompt = next(p for p in reversed(latest) if isinstance(p, UserPromptPart))
     content = prompt.content
     line = content if isinstance(content, str) else str(list(content)[-1])
+    # The sender is labelled "[Name (@handle)]: ..."; greet by name, mention by handle.
     sender, _, question = line.removeprefix("[").partition("]: ")
-    reply = f"Hello {sender}! You asked: {question}"
-    call = ToolCallPart("band_send_message", {"content": reply, "mentions": [sender]})
+    name, _, handle = sender.partition(" (@")
+    reply = f"Hello {name}! You asked: {question}"
+    mention = handle.removesuffix(")") or name
+    call = ToolCallPart("band_send_message", {"content": reply, "mentions": [mention]})
     return ModelResponse(parts=[call], usage=RequestUsage(input_tokens=120, output_tokens=18))
 
 

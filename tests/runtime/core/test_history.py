@@ -88,6 +88,19 @@ def test_item_fields() -> None:
     }
 
 
+def test_senders_carry_the_rosters_handle() -> None:
+    # Two display names may be equal; the handle tells the senders apart.
+    known = history_item(msg("1", sender_id="u-2"), ROSTER, agent_id=AGENT)
+    without_handle = history_item(msg("2"), ROSTER, agent_id=AGENT)
+    unknown = history_item(msg("3", sender_id="u-zz", sender_name="Bo"), ROSTER, agent_id=AGENT)
+    assert [known.sender_handle, without_handle.sender_handle, unknown.sender_handle] == [
+        "bo",
+        None,
+        None,
+    ]
+    assert known.sender_label == "Bo (@bo)"
+
+
 def test_sender_name_fallbacks() -> None:
     with_name = msg("1", sender_name="Given")
     legacy = msg("2", sender_id="u-zz", extra={"name": "Legacy"})

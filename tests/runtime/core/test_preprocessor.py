@@ -109,6 +109,7 @@ def test_builds_agent_input() -> None:
     m = inp.msg
     assert m.content == "@[[o-unknown]] hi @Bo-Li"
     assert m.sender_name == "Ann"
+    assert m.sender_handle == "ann"  # the roster's unique handle, for attribution
     assert (m.id, m.room_id, m.sender_id, m.sender_type, m.message_type) == (
         "m-1",
         ROOM,
