@@ -254,8 +254,8 @@ async def _chat_rooms(platform: object, targets: Sequence[object]) -> dict[str, 
     ``--state``), for the printed chat commands; none off loopback."""
     # Lazy: the local platform is the optional `local` extra.
     from band_trio.devloop.session import ensure_room
-    from band_trio.local import AgentCredentials, HumanClient, LocalPlatform
-    from band_trio.local.server import is_loopback
+    from band_trio.local import AgentCredentials, HumanClient, LocalPlatform  # lazy: `local` extra
+    from band_trio.local.server import is_loopback  # lazy: the `local` extra
 
     assert isinstance(platform, LocalPlatform)
     if not is_loopback(platform.host):

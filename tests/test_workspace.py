@@ -58,6 +58,9 @@ def test_no_contract_names_an_adapter() -> None:
     # The adapters' contract protects the core; it names no adapter, so a new
     # one needs no edit there.
     packages = {_import_package(m) for m in MEMBERS}
-    for contract in ROOT["tool"]["importlinter"]["contracts"]:
-        text = repr(contract)
-        assert not any(p in text for p in packages), contract["name"]
+    (contract,) = [
+        c
+        for c in ROOT["tool"]["importlinter"]["contracts"]
+        if c["name"] == "The adapters use band-trio's public packages only"
+    ]
+    assert not any(p in repr(contract) for p in packages)

@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from band_trio.cli import build_parser
+from band_trio.devloop.commands import band_trio_command as printed_command
 from band_trio.devloop.session import UI, DevOptions, _banner, is_loopback
 from band_trio.devloop.targets import TargetError, parse_target
 from band_trio.local import LocalPlatform
@@ -66,7 +67,8 @@ async def test_the_banner_prints_the_token_once(band_platform: LocalPlatform) ->
     web = _banner(band_platform, room, agents, DevOptions(targets=("echo.py",), ui=UI.WEB))
     assert f"{band_platform.rest_url}/playground?token={token}" in web
     chat = _banner(band_platform, room, agents, DevOptions(targets=("echo.py",)))
-    assert f"BAND_USER_TOKEN={token} band-trio chat --url {band_platform.rest_url}" in chat
+    command = printed_command("chat", "--url", band_platform.rest_url)
+    assert f"BAND_USER_TOKEN={token} {command}" in chat
 
 
 def test_a_target_that_names_nothing_is_refused_before_anything_starts(

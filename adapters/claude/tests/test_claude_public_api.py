@@ -89,7 +89,7 @@ def test_defaults_keep_claude_tools_off_and_bound_every_wait() -> None:
         {"permission_mode": "yolo"},
         {"claude_tools": [""]},
         {"env": {"A": 1}},
-        {"cwd": "/tmp", "workspace_for_room": lambda room: f"/tmp/{room}"},
+        {"cwd": "work", "workspace_for_room": lambda room: f"work/{room}"},
         {"max_thinking_tokens": 0},
     ],
 )

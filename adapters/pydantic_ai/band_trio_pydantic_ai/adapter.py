@@ -2,7 +2,7 @@
 
 Give it your own ``pydantic_ai.Agent`` (any model, its own tools,
 instructions and output type), or a model (a name such as
-``"anthropic:claude-sonnet-4-5"`` or a ``Model`` instance) from which the
+``"anthropic:claude-sonnet-5-5"`` or a ``Model`` instance) from which the
 adapter makes one. Each turn runs the agent once with the platform tools (and
 any custom tools) added as a toolset, the Band system prompt added as
 instructions, the room's conversation as message history and the turn's

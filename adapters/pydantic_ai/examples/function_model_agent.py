@@ -5,7 +5,7 @@ Run it with ``uv run python adapters/pydantic_ai/examples/function_model_agent.p
 It starts an embedded Band platform, creates a room with you (the platform's
 user) and the agent, posts a question, and prints the conversation once the
 agent has answered through ``band_send_message``. Swap the ``FunctionModel``
-for a real model (``Agent("anthropic:claude-sonnet-4-5")``, with
+for a real model (``Agent("anthropic:claude-sonnet-5-5")``, with
 pydantic-ai's provider extra installed) and the local platform for the real
 one to run a real agent.
 """
