@@ -206,9 +206,10 @@ class FakeAgentTools(AgentTools):
         tool_results: Mapping[str, Any] | None = None,
         custom_tools: CustomToolSet | None = None,
     ) -> None:
-        self._platform = MemoryRest([room_id], agent_id=agent_id, participants=participants)
+        roster = list(participants)
+        self._platform = MemoryRest([room_id], agent_id=agent_id, participants=roster)
         self._recorder = _Recorder(hooks)
-        self._any_mention = not participants
+        self._any_mention = not roster
         self.capabilities = capabilities
         self.tool_results: dict[str, Any] = dict(tool_results or {})
         self.custom_tools = custom_tools
@@ -220,7 +221,7 @@ class FakeAgentTools(AgentTools):
             rest=cast("RestClient", self._platform),
             room_id=room_id,
             agent_id=agent_id,
-            participants=participants,
+            participants=roster,
             hooks=self._recorder,
             capabilities=capabilities,
             custom_tools=self._scripted(custom_tools),
@@ -358,7 +359,7 @@ class FakeAgentTools(AgentTools):
         # Without a roster the fake takes any non-blank mention as a
         # participant of that id; with one, AgentTools resolves.
         named = [m for m in wanted if isinstance(m, str) and m.strip().lstrip("@")]
-        if self._any_mention and not self.participants and named:
+        if self._any_mention and named:
             return [
                 ChatParticipant(id=m, role="member", status="active", type="User", name=m)
                 for m in dict.fromkeys(named)

@@ -30,11 +30,10 @@ def fake(**kw: object) -> FakeAgentTools:
     return FakeAgentTools(participants=ROSTER, agent_id=AGENT_ID, **kw)  # type: ignore[arg-type]
 
 
-def real(**kw: Any) -> AgentTools:
-    """AgentTools itself over the in-memory REST client, with the fake's roster."""
-    rest = MemoryRest([ROOM], agent_id=AGENT_ID, participants=ROSTER)
+def real(rest: MemoryRest | None = None, **kw: Any) -> AgentTools:
+    """AgentTools itself over an in-memory REST client, with the fake's roster."""
     return AgentTools(
-        rest=rest,  # type: ignore[arg-type]
+        rest=rest or MemoryRest([ROOM], agent_id=AGENT_ID, participants=ROSTER),  # type: ignore[arg-type]
         room_id=ROOM,
         agent_id=AGENT_ID,
         participants=ROSTER,
@@ -92,8 +91,8 @@ async def test_a_model_call_the_tools_refuse_gets_the_same_error_result_from_the
 async def test_the_fake_posts_what_the_tools_post() -> None:
     """An over-long event is cut, a blank post is skipped, mentions resolve to
     ids: the fake's records are what AgentTools sent to the platform."""
-    tools = real()
-    rest: MemoryRest = tools._rest  # type: ignore[assignment]
+    rest = MemoryRest([ROOM], agent_id=AGENT_ID, participants=ROSTER)
+    tools = real(rest)
     twin = fake()
     long = "x" * (EVENT_CONTENT_LIMIT + 10)
     for t in (tools, twin):
