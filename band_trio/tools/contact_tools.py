@@ -20,6 +20,7 @@ _REQUEST_PAGES = 50
 def _handle(value: str | None) -> str:
     return (value or "").strip().lstrip("@").casefold()
 
+
 __all__ = ["ContactTools"]
 
 
@@ -117,7 +118,6 @@ class ContactTools:
         if not handle and not contact_id:
             raise BandToolError("Either handle or contact_id must be provided")
 
-
         async def gone() -> dict[str, Any] | None:
             if await self._has_contact(handle or None, contact_id or None):
                 return None
@@ -177,7 +177,6 @@ class ContactTools:
             raise BandToolError(f"action must be approve, reject or cancel; got {action!r}")
         if not handle and not request_id:
             raise BandToolError("Either handle or request_id must be provided")
-
 
         async def respond() -> dict[str, Any]:
             result = await self._rest.respond_contact_request(

@@ -65,7 +65,8 @@ class WriteLocks:
             else:
                 self._locks[key] = (lock, users - 1)
 
-    def __len__(self) -> int:
+    @property
+    def in_use(self) -> int:
         """How many keys are held or waited for."""
         return len(self._locks)
 

@@ -27,8 +27,7 @@ import trio.testing
 from band_trio import AgentConfig
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage, SimpleAdapter
 from band_trio.agent import Agent
-from band_trio.local import LocalPlatform
-from band_trio.local import contact_book
+from band_trio.local import LocalPlatform, contact_book
 from band_trio.local._input import Obj
 from band_trio.testing.conformance._inprocess import InProcessRuntime
 from band_trio.wire.rest import RestConfig
@@ -216,9 +215,7 @@ class Kind:
 KINDS = {
     "create-room": Kind(_create_room, _rooms_created, "POST", r"/agent/chats$"),
     "store-memory": Kind(_store_memory, _memories_stored, "POST", r"/memories$"),
-    "supersede-memory": Kind(
-        _supersede_memory, _memory_in("superseded"), "POST", r"/supersede$"
-    ),
+    "supersede-memory": Kind(_supersede_memory, _memory_in("superseded"), "POST", r"/supersede$"),
     "archive-memory": Kind(_archive_memory, _memory_in("archived"), "POST", r"/archive$"),
     "create-task": Kind(_create_task, _tasks_created, "POST", r"/tasks$"),
     "update-task": Kind(_update_task, _task_updated, "POST", r"/tasks/[^/]+$"),
@@ -340,8 +337,11 @@ async def _run(kind: Kind, fault: str) -> Outcome:
         def delivery() -> Any:
             return message.deliveries.get(creds.id)
 
+        # The platform's state is polled: nothing wakes a waiter when it changes.
         with trio.move_on_after(60):
-            while delivery() is None or delivery().status != "processed":
+            while True:
+                if delivery() is not None and delivery().status == "processed":
+                    break
                 await trio.sleep(0.1)
         agent.request_shutdown()
     return Outcome(
@@ -365,9 +365,7 @@ def test_a_write_refused_or_lost_is_settled_inside_the_tool_call(
     kind: str, fault: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.CRITICAL, logger="band_trio")
-    outcome = trio.run(
-        _run, KINDS[kind], fault, clock=trio.testing.MockClock(autojump_threshold=0)
-    )
+    outcome = trio.run(_run, KINDS[kind], fault, clock=trio.testing.MockClock(autojump_threshold=0))
     assert outcome.faults_fired >= 1, outcome
     assert outcome.effects == 1, outcome
     assert (outcome.turns, outcome.errors) == (1, 0), outcome
