@@ -142,7 +142,10 @@ async def run_scenario(args: argparse.Namespace, scenario: str, seed: int) -> di
             process, log = await start_agent(platform, workdir)
             try:
                 with trio.fail_after(60):
-                    while not all(platform.joined(agent_id, f"chat_room:{r}") for r in rooms):
+                    # Polled: joining wakes no waiter in the harness.
+                    while True:
+                        if all(platform.joined(agent_id, f"chat_room:{r}") for r in rooms):
+                            break
                         await trio.sleep(POLL)
                 rules = inject(platform, scenario, args.faults)
                 start = time.monotonic()
