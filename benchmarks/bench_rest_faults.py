@@ -17,7 +17,13 @@ default):
 * ``503-before``: a 503 without ``Retry-After``, the call not performed;
 * ``503-after``: the call performed, its answer lost behind a 503;
 * ``5xx-after``: the call performed, its answer lost behind a 502 or a 504
-  (half each).
+  (half each);
+* ``half-open``: no REST fault; the agent's WebSocket goes silent without
+  closing (no frame either way, TCP open) for ``--freeze-seconds`` (45), one
+  message posted per room at its start. Reported: when the silent socket
+  closed, when a new one was open, when it had joined every room again, and
+  when the messages were all processed, in seconds from the start of the
+  silence.
 
 Reported per scenario: the faults that fired, messages processed, answered
 once, answered more than once, lost (not processed when the run ends),
@@ -54,7 +60,7 @@ from band_trio.local import HumanClient, LocalPlatform
 HERE = Path(__file__).resolve().parent
 PEER = HERE / "peers" / "band_trio_echo_agent.py"
 AGENT_REST = r"^/api/v1/agent/"
-SCENARIOS = ("503-before", "503-after", "5xx-after")
+SCENARIOS = ("503-before", "503-after", "5xx-after", "half-open")
 POLL = 0.05
 
 
@@ -73,7 +79,9 @@ def inject(platform: LocalPlatform, scenario: str, share: float) -> list[Any]:
     ]
 
 
-async def start_agent(platform: LocalPlatform, workdir: Path) -> tuple[trio.Process, Path]:
+async def start_agent(
+    platform: LocalPlatform, workdir: Path, extra_env: dict[str, str]
+) -> tuple[trio.Process, Path]:
     """The echo agent as a subprocess, once it printed READY."""
     creds = platform.agents[0]
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("BAND_")}
@@ -87,6 +95,7 @@ async def start_agent(platform: LocalPlatform, workdir: Path) -> tuple[trio.Proc
             "PYTHONUNBUFFERED": "1",
         }
     )
+    env.update(extra_env)
     log = workdir / "agent.log"
     with open(log, "wb") as err:  # noqa: ASYNC230 - a local file, opened once
         process = await trio.lowlevel.open_process(
@@ -123,6 +132,48 @@ def percentile(values: Sequence[float], share: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+async def half_open(
+    platform: LocalPlatform, agent_id: str, rooms: Sequence[str], args: argparse.Namespace
+) -> dict[str, Any]:
+    """Freeze the agent's sockets; time their replacement."""
+    frozen = {c.id for c in platform.hub.connections(agent_id)}
+    platform.faults.freeze_sockets(frozen)
+    start = time.monotonic()
+    posted = [
+        (room_id, platform.post_message(room_id, "please echo h0x", [agent_id])["id"])
+        for room_id in rooms
+    ]
+    closed = connected = back = answered = None
+    while time.monotonic() - start < args.give_up:
+        now = time.monotonic() - start
+        live = platform.hub.connections(agent_id)
+        if closed is None and not frozen & {c.id for c in live}:
+            closed = now
+        fresh = [c for c in live if c.id not in frozen]
+        if connected is None and fresh:
+            connected = now
+        if back is None and fresh and all(f"chat_room:{r}" in fresh[0].topics for r in rooms):
+            back = now
+        if answered is None and all(
+            (d := platform.state.rooms[r].by_id[m].deliveries.get(agent_id)) is not None
+            and d.status == "processed"
+            for r, m in posted
+        ):
+            answered = now
+        if now >= args.freeze_seconds:
+            platform.faults.thaw()
+        if None not in (closed, connected, back, answered):
+            break
+        await trio.sleep(POLL)
+    platform.faults.thaw()
+    return {
+        "silent_socket_closed_s": None if closed is None else round(closed, 2),
+        "reconnected_s": None if connected is None else round(connected, 2),
+        "rejoined_s": None if back is None else round(back, 2),
+        "messages_processed_s": None if answered is None else round(answered, 2),
+    }
+
+
 async def run_scenario(args: argparse.Namespace, scenario: str, seed: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="band-faults-") as tmp:
         workdir = Path(tmp)
@@ -139,14 +190,20 @@ async def run_scenario(args: argparse.Namespace, scenario: str, seed: int) -> di
                     room = await human.create_room(f"faults room {i}")
                     await human.add_participant(room["id"], agent_id)
                     rooms.append(room["id"])
-            process, log = await start_agent(platform, workdir)
+            process, log = await start_agent(platform, workdir, args.agent_env)
             try:
                 with trio.fail_after(60):
                     # Polled: joining wakes no waiter in the harness.
                     while True:
-                        if all(platform.joined(agent_id, f"chat_room:{r}") for r in rooms):
+                        if all(
+                            platform.joined(agent_id, f"{kind}:{r}")
+                            for r in rooms
+                            for kind in ("chat_room", "room_participants")
+                        ):
                             break
                         await trio.sleep(POLL)
+                if scenario == "half-open":
+                    return {"scenario": scenario} | await half_open(platform, agent_id, rooms, args)
                 rules = inject(platform, scenario, args.faults)
                 start = time.monotonic()
                 posted: dict[str, tuple[str, str, float]] = {}
@@ -183,7 +240,11 @@ async def run_scenario(args: argparse.Namespace, scenario: str, seed: int) -> di
                 fired = sum(rule.hits for rule in rules)
             finally:
                 stop_seconds = await stop_agent(process)
-            nursery.cancel_scope.cancel()
+                if args.keep_log is not None:
+                    with open(args.keep_log, "ab") as kept:  # noqa: ASYNC230 - a local file
+                        kept.write(f"=== {scenario} seed {seed}\n".encode() + log.read_bytes())
+                # The platform serves until cancelled (an early return too).
+                nursery.cancel_scope.cancel()
         replies: list[int] = []
         failed_attempts = 0
         for message_id, (room_id, word, _) in posted.items():
@@ -236,6 +297,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "faults": args.faults,
             "fault_seconds": args.fault_seconds,
             "give_up": args.give_up,
+            "freeze_seconds": args.freeze_seconds,
         },
         "results": results,
     }
@@ -249,10 +311,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--faults", type=float, default=0.2, help="share of REST calls faulted")
     parser.add_argument("--fault-seconds", type=float, default=30.0)
     parser.add_argument("--give-up", type=float, default=60.0)
+    parser.add_argument("--freeze-seconds", type=float, default=45.0)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument(
+        "--agent-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the agent (inherited BAND_* variables are not passed on)",
+    )
+    parser.add_argument(
+        "--keep-log", type=Path, default=None, help="append the agent's stderr log here"
+    )
     args = parser.parse_args(argv)
+    args.agent_env = dict(pair.split("=", 1) for pair in args.agent_env)
     result = trio.run(bench, args)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
