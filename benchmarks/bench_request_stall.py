@@ -132,7 +132,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "attackers": args.attackers,
         "body_bytes": {kind: len(bodies[kind]) for kind in kinds},
     }
-    async with _platform(in_process=False) as platform:
+    async with _platform(in_process=False, pythonpath=args.platform_path) as platform:
         baseline = await one_run(args, platform, None)
         results["baseline"] = baseline
         for kind in kinds:
@@ -149,6 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--attackers", type=int, default=4, help="connections sending bodies")
     parser.add_argument("--pause", type=float, default=0.01, help="seconds between user GETs")
     parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
+    parser.add_argument(
+        "--platform-path",
+        default=None,
+        help="a directory holding another band_trio for the platform to run (an earlier "
+        "version, for a side-by-side run); the bodies are this version's",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     results = trio.run(bench, args)

@@ -10,6 +10,7 @@ request, that the platform is still serving. Nothing may answer 500.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import sys
@@ -809,6 +810,29 @@ async def test_a_large_body_is_decoded_in_a_worker_thread(
     assert threads[2] != threading.get_ident()
 
 
+def test_the_collector_is_paused_while_a_body_is_decoded_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    states: list[bool] = []
+    decode = asgi.decode_json
+
+    def recording(body: bytes) -> object:
+        states.append(gc.isenabled())
+        return decode(body)
+
+    monkeypatch.setattr(asgi, "decode_json", recording)
+    assert gc.isenabled()
+    assert asgi._decode_body(b'{"a": 1}').unwrap() == {"a": 1}
+    assert gc.isenabled()
+    gc.disable()  # turned off by someone else: left off
+    try:
+        assert asgi._decode_body(b"[").refusal is not None
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert states == [False, False]
+
+
 def test_the_size_of_json_is_checked_without_writing_all_of_it() -> None:
     assert not json_longer_than({"a": "é" * 10}, len(json_bytes({"a": "é" * 10})))
     assert json_longer_than({"a": "é" * 10}, len(json_bytes({"a": "é" * 10})) - 1)
@@ -876,6 +900,31 @@ async def test_sockets_without_frames_or_with_a_held_message_are_closed_after_a_
     assert band_platform.statistics().idle_closes == 2
     await silent.aclose()
     await holding.aclose()
+    await _still_answers(band_platform)
+
+
+async def test_a_socket_trickling_a_message_is_closed_a_minute_after_its_last_whole_one(
+    band_platform: LocalPlatform, demo: AgentCredentials, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Fragments of one message every 10 s are not frames the socket is waiting
+    for: only a whole message counts, so the socket is cut like a silent one."""
+    stream, ws = await _open_websocket(band_platform, demo)
+
+    async def trickle() -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while True:
+                await stream.send_all(ws.send(TextMessage(data="x", message_finished=False)))
+                await trio.sleep(10)
+
+    started = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trickle)
+        with trio.fail_after(2 * WEBSOCKET_IDLE_TIMEOUT):
+            code = await _close_code(stream, ws)
+        nursery.cancel_scope.cancel()
+    assert code == 1001
+    assert trio.current_time() - started <= WEBSOCKET_IDLE_TIMEOUT + 1
+    await stream.aclose()
     await _still_answers(band_platform)
 
 
