@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import socket
 import struct
 from collections import Counter
@@ -79,6 +80,10 @@ HEADER_TIMEOUT = 10.0
 MAX_REQUEST_HEAD = 16 * 1024
 """Bytes of request headers read before the guard hands the connection on
 (Hypercorn refuses a longer head itself)."""
+
+_GONE_GRACE = 1.0
+"""Seconds a connection whose client has gone waits for a request it read
+last to reach the application before it ends."""
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 # GOAWAY (type 7) on stream 0: last stream 0, error HTTP_1_1_REQUIRED (0xd).
@@ -157,11 +162,14 @@ class _ConnectionEnd:
     def client_gone(self) -> None:
         self._gone = True
         if not self._calls:
-            self.scope.cancel()
+            # A request read just before the end of input may not have
+            # reached the application yet: give it a moment to.
+            self.scope.deadline = min(self.scope.deadline, trio.current_time() + _GONE_GRACE)
 
     async def app(self, scope: Any, receive: Any, send: Any) -> None:
         """The platform's ASGI application, counted while it answers."""
         self._calls += 1
+        self.scope.deadline = math.inf
         try:
             await self._app(scope, receive, send)
         finally:

@@ -21,6 +21,7 @@ import trio
 from hypercorn.protocol.h11 import H11Protocol
 
 from band_trio.local import LocalPlatform
+from band_trio.local.connections import _GONE_GRACE, _ConnectionEnd
 from tests.local.helpers import IO_DEADLINE
 
 _KEEP_ALIVE = 30.0  # LocalPlatform's keep_alive_timeout
@@ -111,3 +112,38 @@ async def test_a_connection_hypercorn_would_keep_ends_once_its_client_has_gone(
             assert answer.startswith(b"HTTP/1.1 200" if sent is None else b"HTTP/1.1 4"), answer
     assert trio.current_time() - started < _KEEP_ALIVE
     assert band_platform.connection_statistics().failed == 0
+
+
+async def test_a_request_read_just_before_the_client_went_is_still_answered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The end of input can be read before the application call of the request
+    just before it has started: that call still runs, and the connection ends
+    when it returns."""
+    answered = []
+
+    async def app(scope: object, receive: object, send: object) -> None:
+        await trio.sleep(5)
+        answered.append(scope)
+
+    end = _ConnectionEnd(app)
+    with end.scope:
+        end.client_gone()
+        await trio.sleep(_GONE_GRACE / 2)  # Hypercorn starting the call
+        await end.app("request", None, None)
+        await trio.sleep_forever()
+    assert answered == ["request"]
+    assert trio.current_time() == _GONE_GRACE / 2 + 5
+
+
+async def test_a_connection_with_nothing_to_answer_ends_within_the_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def app(scope: object, receive: object, send: object) -> None:
+        raise AssertionError("never called")
+
+    end = _ConnectionEnd(app)
+    with end.scope:
+        end.client_gone()
+        await trio.sleep_forever()
+    assert trio.current_time() <= _GONE_GRACE
