@@ -15,9 +15,11 @@ byte:
   HTTP/2 ``GOAWAY`` saying ``HTTP_1_1_REQUIRED``, and ``Upgrade: h2c`` is
   ignored (the request is answered in HTTP/1.1). A protocol the platform does
   not use is one it need not defend.
-- A connection ends as soon as its client has gone and none of its requests
-  is being answered (Hypercorn alone would keep one whose client sent
-  something it could not answer until the keep-alive timer fires).
+- A connection ends once its client has gone and none of its requests is
+  being answered (after :data:`_GONE_GRACE` at most, for a request read just
+  before the client went to reach the application); Hypercorn alone would
+  keep one whose client sent something it could not answer until the
+  keep-alive timer fires.
 - A connection whose first request carries a valid key counts against that
   user or agent; one without a key counts against its client address. Each
   may hold at most ``max_per_client`` connections; one more is answered
