@@ -1,9 +1,10 @@
 """What an attacker sends the local platform, and that it still answers afterwards.
 
 Each test sends one kind of hostile input (an HTTP/2 body before any key,
-bodies without a key, stalled uploads, numbers JSON cannot carry, digits of
-other scripts or by the thousand, non-ASCII keys, forged log lines, oversized
-WebSocket messages, too many connections) and then checks, with an ordinary
+bodies without a key, stalled or trickled bodies, bodies costly to decode,
+numbers JSON cannot carry, digits of other scripts or by the thousand,
+non-ASCII keys, forged log lines, oversized, held or trickled WebSocket
+messages, too many connections) and then checks, with an ordinary
 request, that the platform is still serving. Nothing may answer 500.
 """
 
