@@ -267,6 +267,7 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
             assert process.thread_id is not None
             anchor = self._usage.setdefault(process.thread_id, UsageAnchor())
             turn = CodexTurn(self, tools, process, anchor)
+            turn.mentions = [msg.sender_handle or msg.sender_id]
             outcome = await turn.run(items, self.config.turn_timeout)
             await self._judge(tools, room_id, outcome)
         except BandError as exc:
@@ -298,9 +299,12 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
             await report_failure(tools, AgentFailure.generic(PROVIDER, code=outcome.error_code))
             raise CodexTurnError(f"Codex turn {outcome.status}: {outcome.error}")
 
-    async def approval_decision(self, tools: AgentToolsProtocol, request: Incoming) -> str:
+    async def approval_decision(
+        self, tools: AgentToolsProtocol, request: Incoming, mentions: list[str]
+    ) -> str:
         """The answer to one of Codex's approval requests (``accept`` or
-        ``decline``), posted in the room as a notice.
+        ``decline``), posted in the room as a notice mentioning ``mentions``
+        (the sender of the turn's message).
 
         With the default approval policy ``"never"`` Codex asks nothing. Any
         request that does arrive is declined by policy: no participant's
@@ -310,7 +314,7 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
         decision = "decline"
         try:
             await tools.send_notice(
-                f"Approval requested ({summary}). Policy decision: **{decision}**.", []
+                f"Approval requested ({summary}). Policy decision: **{decision}**.", mentions
             )
         except Exception as exc:
             logger.warning("room %s: could not post the approval notice: %r", tools.room_id, exc)

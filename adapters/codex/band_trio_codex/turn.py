@@ -180,6 +180,7 @@ class CodexTurn:
         self.usage = Usage()
         self.answered = 0
         self.killed = False
+        self.mentions: list[str] = []
         self._start_total: Usage | None = anchor.total if anchor.known_total else None
         self._error: tuple[str, str | None] | None = None
 
@@ -288,7 +289,7 @@ class CodexTurn:
                 message.id, {"contentItems": _content_items(output), "success": not output.is_error}
             )
         elif message.method in APPROVAL_METHODS and self._ours(message):
-            decision = await self.adapter.approval_decision(self.tools, message)
+            decision = await self.adapter.approval_decision(self.tools, message, self.mentions)
             if message.method in ("execCommandApproval", "applyPatchApproval"):
                 decision = _LEGACY_DECISIONS[decision]
             await process.respond(message.id, {"decision": decision})
