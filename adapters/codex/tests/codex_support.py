@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +92,13 @@ def gone(pid: int | None) -> bool:
     return False
 
 
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def open_pipes() -> int:
+    """This process's open pipe descriptors (a child's stdin and stdout are pipes)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with suppress(OSError):
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+    return count
 
 
 @attrs.define
@@ -138,10 +143,13 @@ async def agent_in_rooms(
     rooms: int = 1,
     *,
     room_ids: list[str] | None = None,
+    shutdown_timeout: float = 30.0,
 ) -> AsyncIterator[list[Room]]:
     """An agent serving ``adapter`` in ``rooms`` new rooms (or the given ones)."""
     creds = platform.agents[0]
-    config = band_trio.AgentConfig(state_dir=None, max_attempts=1)
+    config = band_trio.AgentConfig(
+        state_dir=None, max_attempts=1, shutdown_timeout=shutdown_timeout
+    )
     async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
         if room_ids is None:
             room_ids = []
