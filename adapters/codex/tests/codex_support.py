@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import attrs
+import trio
 from band_trio_codex import CodexAdapter, CodexConfig
 
 import band_trio
@@ -80,6 +81,16 @@ def call(tool: str, args: dict[str, Any], call_id: str = "call_1") -> dict[str, 
 
 def reply(content: str, mentions: list[str], call_id: str = "call_1") -> dict[str, Any]:
     return call(SEND, {"content": content, "mentions": mentions}, call_id)
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Wait until ``predicate()`` holds (the state of a child process or of
+    the fake's log, which wakes no one): re-checked every 20 ms. Put a
+    deadline around it."""
+    while True:
+        if predicate():
+            return
+        await trio.sleep(0.02)
 
 
 def gone(pid: int | None) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 from band_trio_codex import CodexAdapter
-from codex_support import FakeCodex, agent_in_rooms, gone, open_pipes, reply
+from codex_support import FakeCodex, agent_in_rooms, gone, open_pipes, reply, until
 
 from band_trio.local import LocalPlatform
 
@@ -32,10 +32,10 @@ async def test_an_interrupt_sends_turn_interrupt_and_keeps_the_process(
     with trio.fail_after(TIMEOUT):
         async with agent_in_rooms(band_platform, adapter) as [room]:
             await room.post("take your time")
-            await band_platform.wait_for(lambda: bool(fake.received("turn/start")))
+            await until(lambda: bool(fake.received("turn/start")))
             pid = adapter.process_pid(room.room_id)
             await room.human.control(room.room_id, "interrupt")
-            await band_platform.wait_for(lambda: bool(fake.received("turn/interrupt")))
+            await until(lambda: bool(fake.received("turn/interrupt")))
             posted = await room.post("are you there?")
             assert await room.settled(posted) == "processed"
             assert adapter.process_pid(room.room_id) == pid
@@ -73,11 +73,11 @@ async def test_a_server_that_ignores_the_interrupt_is_killed_and_the_room_is_fre
     with trio.fail_after(TIMEOUT):
         async with agent_in_rooms(band_platform, adapter) as [room]:
             await room.post("hang")
-            await band_platform.wait_for(lambda: any(m.get("hang") for m in fake.log()))
+            await until(lambda: any(m.get("hang") for m in fake.log()))
             pid = adapter.process_pid(room.room_id)
             thread = adapter.thread_id(room.room_id)
             await room.human.control(room.room_id, "interrupt")
-            await band_platform.wait_for(lambda: gone(pid))
+            await until(lambda: gone(pid))
             posted = await room.post("hello?")
             assert await room.settled(posted) == "processed"
             assert adapter.process_pid(room.room_id) != pid
@@ -100,7 +100,7 @@ async def test_leaving_the_room_closes_its_process(
             assert await room.settled(posted) == "processed"
             pid = adapter.process_pid(room.room_id)
             await room.human.remove_participant(room.room_id, room.agent_id)
-            await band_platform.wait_for(lambda: gone(pid))
+            await until(lambda: gone(pid))
             assert adapter.live_rooms() == []
 
 
@@ -119,7 +119,7 @@ async def test_shutdown_mid_turn_leaves_no_process_task_or_descriptor(
         ]:
             await first.post("hang")
             await second.post("hang")
-            await band_platform.wait_for(lambda: sum(1 for m in fake.log() if m.get("hang")) == 2)
+            await until(lambda: sum(1 for m in fake.log() if m.get("hang")) == 2)
             pids = [adapter.process_pid(first.room_id), adapter.process_pid(second.room_id)]
             assert open_pipes() >= before + 4  # each process's stdin and stdout
     assert all(gone(pid) for pid in pids)
