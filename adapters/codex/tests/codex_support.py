@@ -177,3 +177,20 @@ async def agent_in_rooms(
             config=config,
         ):
             yield [Room(platform, human, r, creds.id, creds.handle) for r in room_ids]
+
+
+def real_config(binary: Path, stub_url: str, home: Path, **kwargs: Any) -> CodexConfig:
+    """A config whose real ``codex app-server`` asks the scripted Responses API
+    at ``stub_url`` and keeps its threads in ``home``."""
+    kwargs.setdefault("cwd", home)
+    provider = (
+        f'{{name="stub", base_url="{stub_url}", env_key="OPENAI_API_KEY", wire_api="responses"}}'
+    )
+    return CodexConfig(
+        codex_path=binary,
+        config_overrides={"model_provider": '"stub"', "model_providers.stub": provider},
+        env={"CODEX_HOME": str(home), "HOME": str(home), "OPENAI_API_KEY": "test-key"},
+        model="gpt-5.1-codex",
+        stderr_path=home / "stderr.log",
+        **kwargs,
+    )
