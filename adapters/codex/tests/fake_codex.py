@@ -12,6 +12,8 @@ Steps (objects):
 
 * ``{"call": TOOL, "args": {...}, "id": CALL_ID}``: an ``item/tool/call``
   request; waits for the answer.
+* ``{"answer_sender": TEXT}``: ``band_send_message`` of TEXT mentioning the
+  sender of the turn's message.
 * ``{"request": METHOD, "params": {...}}``: any server request; waits.
 * ``{"flood": N, "method": METHOD}``: N server requests at once, then waits
   for every answer.
@@ -37,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -112,11 +115,29 @@ def turns_started() -> int:
         return 0
 
 
-def play(thread: str, turn: str, steps: list[dict[str, Any]]) -> None:
+SENDER = re.compile(r"^\[([^\]]+)\]: ", re.M)
+
+
+def sender_of(items: list[dict[str, Any]]) -> list[str]:
+    """The handle of the sender of the turn's message (its last input item,
+    ``[Name (@handle)]: text``), as a mention list."""
+    text = str(items[-1].get("text", "")) if items else ""
+    found = SENDER.findall(text)
+    if not found:
+        return []
+    name, _, handle = found[-1].partition(" (@")
+    return [handle.removesuffix(")") or name]
+
+
+def play(thread: str, turn: str, steps: list[dict[str, Any]], items: list[dict[str, Any]]) -> None:
     base = {"threadId": thread, "turnId": turn}
     status = "completed"
     for step in steps:
-        if "call" in step:
+        if "answer_sender" in step:
+            args = {"content": step["answer_sender"], "mentions": sender_of(items)}
+            params = {**base, "tool": "band_send_message", "arguments": args, "callId": "call_s"}
+            wait_answer(request("item/tool/call", params))
+        elif "call" in step:
             params = {**base, "tool": step["call"], "arguments": step.get("args", {})}
             params["callId"] = step.get("id", "call_1")
             wait_answer(request("item/tool/call", params))
@@ -208,7 +229,7 @@ def main() -> None:
             send(
                 {"id": ident, "result": {"turn": {"id": turn, "items": [], "status": "inProgress"}}}
             )
-            play(params["threadId"], turn, steps)
+            play(params["threadId"], turn, steps, params.get("input", []))
         elif ident is not None:
             send({"id": ident, "error": {"code": -32601, "message": f"unknown method {method}"}})
 
