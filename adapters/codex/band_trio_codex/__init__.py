@@ -18,7 +18,6 @@ from band_trio_codex.adapter import (
     CodexTurnError,
 )
 from band_trio_codex.config import (
-    APPROVAL_DECISIONS,
     APPROVAL_POLICIES,
     DEFAULT_CLOSE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -48,7 +47,6 @@ from band_trio_codex.rpc import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "APPROVAL_DECISIONS",
     "APPROVAL_POLICIES",
     "CLIENT_NAME",
     "DEFAULT_CLOSE_TIMEOUT",

@@ -267,7 +267,7 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
             assert process.thread_id is not None
             anchor = self._usage.setdefault(process.thread_id, UsageAnchor())
             turn = CodexTurn(self, tools, process, anchor)
-            turn.mentions = [msg.sender_handle or msg.sender_id]
+            turn.sender = msg
             outcome = await turn.run(items, self.config.turn_timeout)
             await self._judge(tools, room_id, outcome)
         except BandError as exc:
@@ -300,25 +300,47 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
             raise CodexTurnError(f"Codex turn {outcome.status}: {outcome.error}")
 
     async def approval_decision(
-        self, tools: AgentToolsProtocol, request: Incoming, mentions: list[str]
+        self, tools: AgentToolsProtocol, request: Incoming, sender: PlatformMessage
     ) -> str:
-        """The answer to one of Codex's approval requests (``accept`` or
-        ``decline``), posted in the room as a notice mentioning ``mentions``
-        (the sender of the turn's message).
+        """The answer to one of Codex's approval requests in a turn answering
+        ``sender``'s message: ``accept`` or ``decline``, posted in the room as
+        a notice mentioning the sender.
 
-        With the default approval policy ``"never"`` Codex asks nothing. Any
-        request that does arrive is declined by policy: no participant's
-        message can grant it.
+        Accepted only with :class:`ApprovalSettings` configured and a sender
+        who is the room's owner (``owner_approves``) or a named approver;
+        declined for anyone else, and always without approvals configured.
         """
         summary = _approval_summary(request)
-        decision = "decline"
+        authorized, reason = await self._authorized(tools, sender)
+        decision = "accept" if authorized else "decline"
         try:
             await tools.send_notice(
-                f"Approval requested ({summary}). Policy decision: **{decision}**.", mentions
+                f"Approval requested ({summary}). Decision: **{decision}** ({reason}).",
+                [sender.sender_handle or sender.sender_id],
             )
         except Exception as exc:
             logger.warning("room %s: could not post the approval notice: %r", tools.room_id, exc)
         return decision
+
+    async def _authorized(
+        self, tools: AgentToolsProtocol, sender: PlatformMessage
+    ) -> tuple[bool, str]:
+        settings = self.config.approvals
+        if settings is None:
+            return False, "approvals are off"
+        names = {sender.sender_id, sender.sender_handle or ""}
+        if names & settings.approvers:
+            return True, "a named approver asked"
+        if settings.owner_approves:
+            try:
+                participants = await tools.get_participants_list()
+            except Exception as exc:
+                logger.warning("room %s: could not read the roster: %r", tools.room_id, exc)
+                return False, "the roster could not be read"
+            for participant in participants:
+                if participant.id == sender.sender_id and participant.role == "owner":
+                    return True, "the room's owner asked"
+        return False, "only the room's owner or a named approver may approve"
 
     async def _lease(self, room_id: str) -> CodexProcess:
         """The room's app-server, started (and initialized) when it has none."""

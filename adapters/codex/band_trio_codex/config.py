@@ -12,7 +12,6 @@ import attrs
 from band_trio import BandConfigError
 
 __all__ = [
-    "APPROVAL_DECISIONS",
     "APPROVAL_POLICIES",
     "DEFAULT_CLOSE_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
@@ -44,8 +43,6 @@ APPROVAL_POLICIES: Final = frozenset({"never", "on-request", "untrusted"})
 """Codex's approval policies (``AskForApproval``)."""
 SANDBOX_MODES: Final = frozenset({"read-only", "workspace-write", "danger-full-access"})
 """Codex's sandbox modes (``SandboxMode``)."""
-APPROVAL_DECISIONS: Final = frozenset({"accept", "decline"})
-"""What an approval request may be answered."""
 
 
 def _positive_seconds(name: str, *, optional: bool = False) -> Any:
@@ -138,34 +135,32 @@ def _participants(value: Any) -> frozenset[str]:
 
 @attrs.frozen(kw_only=True)
 class ApprovalSettings:
-    """Who may answer Codex's approval requests, and how long Codex waits.
+    """Whose messages may lead Codex to run what needs an approval.
 
     With the default approval policy ``"never"`` Codex asks nothing and these
-    settings do not apply. Otherwise an approval request is posted in the
-    room as a notice; only the room's owner (``owner_approves``) and the
-    participants named in ``approvers`` (ids or handles) can answer it, never
-    any other participant. The wait has its own bound, ``wait_timeout``,
-    which must end before the turn's own deadline.
+    settings are not needed. Otherwise each approval request Codex makes in a
+    turn is decided at once on the authority of the participant whose message
+    the turn answers: accepted when that is the room's owner
+    (``owner_approves``) or one of ``approvers`` (ids or handles), declined
+    for anyone else, and posted in the room as a notice either way. No
+    message in the room can grant or widen anything: the sandbox is the
+    config's, and there is no approval command.
 
     Attributes:
-        approvers: participant ids or handles who may approve, besides the owner.
-        owner_approves: the room's owner may approve.
-        wait_timeout: seconds an approval request waits for an answer.
-        timeout_decision: the answer when nobody answered in time.
+        approvers: participant ids or handles whose requests are approved,
+            besides the owner's.
+        owner_approves: the room's owner's requests are approved.
 
     Raises:
-        BandConfigError: a value of the wrong type or out of range, or
-            nobody who could approve.
+        BandConfigError: a value of the wrong type, or nobody who could approve.
     """
 
     approvers: frozenset[str] = attrs.field(factory=frozenset, converter=_participants)
     owner_approves: bool = True
-    wait_timeout: float = attrs.field(default=60.0, validator=_positive_seconds("wait_timeout"))
-    timeout_decision: str = attrs.field(
-        default="decline", validator=_one_of("timeout_decision", APPROVAL_DECISIONS)
-    )
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.owner_approves, bool):
+            raise BandConfigError("owner_approves must be a bool")
         if not self.owner_approves and not self.approvers:
             raise BandConfigError("approvals need the owner or at least one named approver")
 
@@ -194,8 +189,8 @@ class CodexConfig:
         approval_policy: Codex's approval policy; ``"never"`` (the default)
             needs no human.
         sandbox: Codex's sandbox mode for new threads (None: Codex's default).
-        approvals: who may answer approval requests (required unless the
-            approval policy is ``"never"``).
+        approvals: whose requests Codex's approval requests are granted for
+            (required unless the approval policy is ``"never"``).
         turn_timeout: seconds one turn may run before Codex is interrupted
             and the turn fails.
         request_timeout: seconds any one JSON-RPC request may take.
@@ -214,8 +209,7 @@ class CodexConfig:
 
     Raises:
         BandConfigError: a value of the wrong type or out of range; approvals
-            on without :class:`ApprovalSettings`; an approval wait that does
-            not end before the turn's deadline; both ``cwd`` and
+            on without :class:`ApprovalSettings`; both ``cwd`` and
             ``workspace_for_room``.
     """
 
@@ -273,11 +267,6 @@ class CodexConfig:
             raise BandConfigError(
                 f"approval_policy {self.approval_policy!r} needs approvals=ApprovalSettings(...) "
                 "naming who may approve"
-            )
-        if self.approvals is not None and not self.approvals.wait_timeout < self.turn_timeout:
-            raise BandConfigError(
-                f"approvals.wait_timeout ({self.approvals.wait_timeout}s) must be below "
-                f"turn_timeout ({self.turn_timeout}s)"
             )
 
     def argv(self) -> list[str]:

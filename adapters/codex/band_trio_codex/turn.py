@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import trio
 
-from band_trio import AgentToolsProtocol, BandError, Emit
+from band_trio import AgentToolsProtocol, BandError, Emit, PlatformMessage
 from band_trio.adapter import ToolOutput, Usage, post_tool_call, post_tool_result, run_tool_call
 from band_trio_codex.rpc import (
     METHOD_NOT_FOUND,
@@ -180,7 +180,7 @@ class CodexTurn:
         self.usage = Usage()
         self.answered = 0
         self.killed = False
-        self.mentions: list[str] = []
+        self.sender: PlatformMessage | None = None  # whose message the turn answers
         self._start_total: Usage | None = anchor.total if anchor.known_total else None
         self._error: tuple[str, str | None] | None = None
 
@@ -289,7 +289,8 @@ class CodexTurn:
                 message.id, {"contentItems": _content_items(output), "success": not output.is_error}
             )
         elif message.method in APPROVAL_METHODS and self._ours(message):
-            decision = await self.adapter.approval_decision(self.tools, message, self.mentions)
+            assert self.sender is not None
+            decision = await self.adapter.approval_decision(self.tools, message, self.sender)
             if message.method in ("execCommandApproval", "applyPatchApproval"):
                 decision = _LEGACY_DECISIONS[decision]
             await process.respond(message.id, {"decision": decision})

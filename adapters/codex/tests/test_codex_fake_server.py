@@ -235,29 +235,3 @@ async def test_a_flood_of_server_requests_is_answered_in_full(
     unknown = [a for a in answers[:500]]
     assert all(a["error"]["code"] == -32601 for a in unknown)
     assert adapter.statistics().server_requests == 801
-
-
-async def test_an_approval_request_is_declined_by_policy_and_said_so(
-    band_platform: LocalPlatform, fake: FakeCodex
-) -> None:
-    user_id = band_platform.user.id
-    fake.script(
-        [
-            {
-                "request": "item/commandExecution/requestApproval",
-                "params": {"itemId": "i1", "command": "rm -rf /tmp/x"},
-            },
-            {"request": "execCommandApproval", "params": {"command": ["ls"]}},
-            reply("done", [user_id]),
-        ]
-    )
-    adapter = CodexAdapter(fake.config())
-    with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, adapter) as [room]:
-            posted = await room.post("hi")
-            assert await room.settled(posted) == "processed"
-    first, legacy, _tool = fake.answers()
-    assert first["result"] == {"decision": "decline"}
-    assert legacy["result"] == {"decision": "denied"}
-    notices = [m.content for m in room.from_agent() if "Approval requested" in m.content]
-    assert "Approval requested (run `rm -rf /tmp/x`). Policy decision: **decline**." in notices[0]
