@@ -2,7 +2,8 @@
 ``codex app-server`` (0.171), which asks a scripted Responses API on
 127.0.0.1: a reply through the band tool, no-reply, a failing tool call, two
 rooms at once, a restarted agent resuming the room's thread, an interrupt
-mid-turn. Skipped with the install command where node or codex is missing
+mid-turn, approvals granted for the room owner's request and refused for
+another participant's. Skipped with the install command where node or codex is missing
 (failed instead under ``BAND_REQUIRE_CODEX``)."""
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
-from band_trio_codex import CodexAdapter
+from band_trio_codex import ApprovalSettings, CodexAdapter
 from codex_support import NO_REPLY, SEND, agent_in_rooms, real_config, until
 from responses_stub import HANG, ResponsesStub, function_call, function_outputs, message_item
 
-from band_trio.local import LocalPlatform
+from band_trio.local import HumanClient, LocalPlatform
 
 TIMEOUT = 90
 DONE = [message_item("Done.")]
@@ -174,3 +176,56 @@ async def test_an_interrupt_mid_turn_stops_codex_and_the_room_goes_on(
     assert adapter.statistics().killed == 0
     (sent,) = room.from_agent("text")
     assert sent.content.endswith("here I am")
+
+
+async def test_approvals_granted_for_the_owner_and_refused_for_another_participant(
+    band_platform: LocalPlatform,
+    responses_stub: ResponsesStub,
+    codex_binary: Path,
+    codex_home: Path,
+) -> None:
+    user_id = band_platform.user.id
+    guest = band_platform.create_user("Guest", "guest")
+    workdir = codex_home / "work"
+    workdir.mkdir()
+
+    def touch(name: str) -> list[dict[str, Any]]:
+        return [function_call("exec_command", {"cmd": f"touch {name}"}, f"call_{name}")]
+
+    responses_stub.push(
+        touch("by-owner"),
+        send("done", [user_id], "call_o"),
+        DONE,
+        touch("by-guest"),
+        send("no", ["guest"], "call_g"),
+        DONE,
+    )
+    config = real_config(
+        codex_binary,
+        responses_stub.url,
+        codex_home,
+        approval_policy="untrusted",
+        sandbox="read-only",
+        approvals=ApprovalSettings(),
+    )
+    adapter = CodexAdapter(attrs.evolve(config, cwd=workdir))
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter) as [room]:
+            posted = await room.post("touch by-owner")
+            assert await room.settled(posted) == "processed"
+            async with HumanClient(base_url=band_platform.rest_url, api_key=guest.api_key) as other:
+                request = await other.send_contact_request(band_platform.user.handle)
+                await room.human.approve_contact_request(request["id"])
+                await room.human.add_participant(room.room_id, guest.id)
+                sent = await other.post_message(
+                    room.room_id, f"@{room.agent_handle} touch by-guest", [room.agent_handle]
+                )
+                assert await room.settled(str(sent["id"])) == "processed"
+    notices = [m.content for m in room.from_agent() if "Approval requested" in m.content]
+    owner_notice, guest_notice = notices
+    assert "touch by-owner" in owner_notice
+    assert "**accept** (the room's owner asked)" in owner_notice
+    assert "touch by-guest" in guest_notice
+    assert "**decline**" in guest_notice
+    # Codex ran the owner's command and not the other participant's.
+    assert sorted(p.name for p in workdir.iterdir()) == ["by-owner"]
