@@ -115,8 +115,7 @@ def codex_config(api_url: str, home: Path) -> CodexConfig:
     """A config whose ``codex app-server`` asks the scripted API at ``api_url``
     and keeps its threads under ``home``."""
     provider = (
-        f'{{name="scripted", base_url="{api_url}", env_key="OPENAI_API_KEY", '
-        'wire_api="responses"}'
+        f'{{name="scripted", base_url="{api_url}", env_key="OPENAI_API_KEY", wire_api="responses"}}'
     )
     return CodexConfig(
         codex_path=os.environ.get("BAND_CODEX") or shutil.which("codex"),
