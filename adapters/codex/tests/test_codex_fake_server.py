@@ -40,6 +40,7 @@ async def test_a_reply_through_the_band_tool_with_its_events(
     fake.script(
         [
             {"reasoning": "The user greets me."},
+            {"command": "ls", "output": "notes.txt", "id": "cmd_3"},
             reply("hello there", [user_id], "call_7"),
             {"message": "I replied."},
             {
@@ -66,10 +67,15 @@ async def test_a_reply_through_the_band_tool_with_its_events(
     assert not any("I replied." in m.content for m in room.from_agent())
     (thought,) = room.from_agent("thought")
     assert thought.content == "The user greets me."
-    (tool_call,) = room.from_agent("tool_call")
-    (tool_result,) = room.from_agent("tool_result")
-    assert json.loads(tool_call.content)["tool_call_id"] == "call_7"
-    assert json.loads(tool_result.content)["tool_call_id"] == "call_7"
+    command_call, tool_call = (json.loads(m.content) for m in room.from_agent("tool_call"))
+    command_result, tool_result = (json.loads(m.content) for m in room.from_agent("tool_result"))
+    # Codex's own command, narrated with its item id.
+    assert command_call["name"] == "command_execution"
+    assert command_call["tool_call_id"] == "cmd_3"
+    assert command_result["tool_call_id"] == "cmd_3"
+    assert "notes.txt" in json.dumps(command_result)
+    assert tool_call["tool_call_id"] == "call_7"
+    assert tool_result["tool_call_id"] == "call_7"
     assert _usage_events(room) == [
         {"input_tokens": 40, "output_tokens": 7, "cache_read_tokens": 10, "cache_write_tokens": 0}
     ]
