@@ -293,7 +293,8 @@ class CodexProcess:
             return
         method = message.get("method")
         if not isinstance(method, str):
-            slot = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+            ident = message.get("id")
+            slot = self._pending.pop(ident, None) if isinstance(ident, int) else None
             if slot is not None:
                 slot.settle(message)
             return

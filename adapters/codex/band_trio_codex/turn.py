@@ -183,6 +183,7 @@ class CodexTurn:
         self.sender: PlatformMessage | None = None  # whose message the turn answers
         self._start_total: Usage | None = anchor.total if anchor.known_total else None
         self._error: tuple[str, str | None] | None = None
+        self._start_error: BandError | None = None
 
     async def run(self, items: list[dict[str, Any]], seconds: float) -> TurnOutcome:
         """Start the native turn and handle it to its end (or ``seconds`` pass).
@@ -198,9 +199,11 @@ class CodexTurn:
         try:
             with trio.move_on_after(seconds) as deadline:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._start, items)
+                    nursery.start_soon(self._start, items, nursery.cancel_scope)
                     outcome = await self._consume(receive)
                     nursery.cancel_scope.cancel()
+            if self._start_error is not None:
+                raise self._start_error
             if outcome is None and deadline.cancelled_caught:
                 await self._stop(receive)
                 return TurnOutcome("timeout")
@@ -216,14 +219,21 @@ class CodexTurn:
             with trio.CancelScope(shield=True):
                 await self._refuse_rest(receive)
 
-    async def _start(self, items: list[dict[str, Any]]) -> None:
-        result = await self.process.request(
-            "turn/start", {"threadId": self.thread_id, "input": items}
-        )
-        turn = result.get("turn") if isinstance(result, Mapping) else None
-        ident = turn.get("id") if isinstance(turn, Mapping) else None
-        if not isinstance(ident, str):
-            raise BandError("Codex did not give the turn an id")
+    async def _start(self, items: list[dict[str, Any]], scope: trio.CancelScope) -> None:
+        # A failure ends the turn from here, kept for run() to raise outside
+        # the nursery (which would wrap it in a group).
+        try:
+            result = await self.process.request(
+                "turn/start", {"threadId": self.thread_id, "input": items}
+            )
+            turn = result.get("turn") if isinstance(result, Mapping) else None
+            ident = turn.get("id") if isinstance(turn, Mapping) else None
+            if not isinstance(ident, str):
+                raise CodexRpcError(None, "Codex did not give the turn an id")
+        except BandError as exc:
+            self._start_error = exc
+            scope.cancel()
+            return
         self.turn_id = ident
 
     def _ours(self, message: Incoming) -> bool:

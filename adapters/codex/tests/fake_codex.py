@@ -31,7 +31,8 @@ Steps (objects):
 
 Options in the script: ``"ignore_term": true`` ignores SIGTERM;
 ``"ignore_eof": true`` keeps running when stdin closes; ``"resume_error":
-true`` refuses ``thread/resume``.
+true`` refuses ``thread/resume``; ``"turn_start_error": true`` refuses
+``turn/start``.
 """
 
 from __future__ import annotations
@@ -221,6 +222,8 @@ def main() -> None:
                 send({"id": ident, "error": {"code": -32600, "message": "no rollout found"}})
             else:
                 send({"id": ident, "result": {"thread": {"id": params["threadId"]}}})
+        elif method == "turn/start" and SCRIPT.get("turn_start_error"):
+            send({"id": ident, "error": {"code": -32602, "message": "bad input"}})
         elif method == "turn/start":
             index = turns_started() - 1
             turns = SCRIPT.get("turns", [])

@@ -6,6 +6,7 @@ anchored after a restart, a flood of server requests, unknown requests."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +242,51 @@ async def test_a_flood_of_server_requests_is_answered_in_full(
     unknown = [a for a in answers[:500]]
     assert all(a["error"]["code"] == -32601 for a in unknown)
     assert adapter.statistics().server_requests == 801
+
+
+async def test_a_refused_turn_start_fails_the_message_and_keeps_the_process(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    fake.script(turn_start_error=True)
+    adapter = CodexAdapter(fake.config())
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter) as [room]:
+            first = await room.post("hi")
+            assert await room.settled(first) == "failed"
+            pid = adapter.process_pid(room.room_id)
+            second = await room.post("again")
+            assert await room.settled(second) == "failed"
+            assert adapter.process_pid(room.room_id) == pid
+    assert [m.content for m in room.from_agent("error")] == [GENERIC_FAILURE_MESSAGE] * 2
+    assert adapter.statistics().killed == 0
+    assert len(fake.received("thread/start")) == 1
+
+
+async def test_answers_with_an_unknown_id_are_ignored(tmp_path: Path) -> None:
+    from band_trio_codex import CodexProcess
+
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    print(json.dumps({'id': [m['id']], 'result': {}}), flush=True)\n"
+        "    print(json.dumps({'id': 99, 'result': {}}), flush=True)\n"
+        "    print(json.dumps({'id': m['id'], 'result': {'ok': True}}), flush=True)\n"
+    )
+    process = CodexProcess(
+        "room",
+        [sys.executable, str(script)],
+        {},
+        None,
+        request_timeout=5,
+        max_line_bytes=1024,
+        event_buffer=4,
+    )
+    await process.open()
+    try:
+        with trio.fail_after(10):
+            assert await process.request("initialize", {}) == {"ok": True}
+            assert not process.broken
+    finally:
+        await process.close(0.5)
