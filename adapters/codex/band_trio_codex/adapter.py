@@ -270,7 +270,7 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
             turn.sender = msg
             outcome = await turn.run(items, self.config.turn_timeout)
             await self._judge(tools, room_id, outcome)
-        except BandError as exc:
+        except (BandError, OSError) as exc:  # OSError: the command could not start
             if isinstance(exc, CodexTurnError):
                 raise
             logger.error("room %s: Codex turn failed: %r", room_id, exc)

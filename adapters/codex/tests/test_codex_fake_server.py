@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import trio
-from band_trio_codex import THREAD_METADATA_KEY, CodexAdapter
+from band_trio_codex import THREAD_METADATA_KEY, CodexAdapter, CodexConfig
 from codex_support import NO_REPLY, SEND, FakeCodex, agent_in_rooms, call, gone, reply
 
 from band_trio.adapter import GENERIC_FAILURE_MESSAGE
@@ -290,3 +290,15 @@ async def test_answers_with_an_unknown_id_are_ignored(tmp_path: Path) -> None:
             assert not process.broken
     finally:
         await process.close(0.5)
+
+
+async def test_a_command_that_does_not_start_fails_the_message_clearly(
+    band_platform: LocalPlatform, tmp_path: Path
+) -> None:
+    adapter = CodexAdapter(CodexConfig(command=[str(tmp_path / "no-such-codex")]))
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter) as [room]:
+            posted = await room.post("hi")
+            assert await room.settled(posted) == "failed"
+    assert [m.content for m in room.from_agent("error")] == [GENERIC_FAILURE_MESSAGE]
+    assert adapter.live_rooms() == []
