@@ -29,7 +29,7 @@ Steps (objects):
 * ``{"status": S}``: end the turn with status S (default: ``completed``
   after the last step).
 
-Options in the script: ``"ignore_term": true`` ignores SIGTERM;
+Options in the script: ``"ignore_term": true`` ignores SIGTERM (logging it);
 ``"ignore_eof": true`` keeps running when stdin closes; ``"resume_error":
 true`` refuses ``thread/resume``; ``"turn_start_error": true`` refuses
 ``turn/start``.
@@ -201,12 +201,13 @@ def play(thread: str, turn: str, steps: list[dict[str, Any]], items: list[dict[s
 
 def main() -> None:
     if SCRIPT.get("ignore_term"):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, lambda *_: log({"dir": "event", "term": True}))
     threading.Thread(target=read_stdin, daemon=True).start()
     threads = 0
     while True:
         message = inbox.get()
         if message is None:
+            log({"dir": "event", "eof": True})
             if SCRIPT.get("ignore_eof"):
                 while True:
                     time.sleep(3600)

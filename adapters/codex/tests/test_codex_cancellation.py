@@ -126,3 +126,25 @@ async def test_shutdown_mid_turn_leaves_no_process_task_or_descriptor(
     assert adapter.live_rooms() == []
     assert adapter.statistics().live_readers == 0
     assert open_pipes() <= before
+
+
+@pytest.mark.parametrize("stubborn", [False, True])
+async def test_closing_goes_stdin_then_sigterm_then_sigkill(
+    band_platform: LocalPlatform, fake: FakeCodex, stubborn: bool
+) -> None:
+    user_id = band_platform.user.id
+    fake.script(default=[reply("hi", [user_id])], ignore_term=stubborn, ignore_eof=stubborn)
+    adapter = CodexAdapter(fake.config(close_timeout=0.3))
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter) as [room]:
+            posted = await room.post("hi")
+            assert await room.settled(posted) == "processed"
+            pid = adapter.process_pid(room.room_id)
+    assert gone(pid)
+    steps = [
+        next(k for k in ("eof", "term") if k in m) for m in fake.log() if "eof" in m or "term" in m
+    ]
+    # A server that exits when its input ends is never signalled; one that
+    # ignores it gets SIGTERM, and one that ignores that too is killed.
+    assert steps == (["eof", "term"] if stubborn else ["eof"])
+    assert adapter.statistics().live_readers == 0

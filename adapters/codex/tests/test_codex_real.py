@@ -16,7 +16,14 @@ import attrs
 import trio
 from band_trio_codex import ApprovalSettings, CodexAdapter
 from codex_support import NO_REPLY, SEND, agent_in_rooms, real_config, until
-from responses_stub import HANG, ResponsesStub, function_call, function_outputs, message_item
+from responses_stub import (
+    HANG,
+    ResponsesStub,
+    function_call,
+    function_outputs,
+    message_item,
+    reasoning_item,
+)
 
 from band_trio.local import HumanClient, LocalPlatform
 
@@ -44,7 +51,10 @@ async def test_a_reply_through_the_band_tool(
     codex_home: Path,
 ) -> None:
     user_id = band_platform.user.id
-    responses_stub.push(send("hello from codex", [user_id]), DONE)
+    responses_stub.push(
+        [reasoning_item("The user says hi; I answer."), *send("hello from codex", [user_id])],
+        DONE,
+    )
     adapter = CodexAdapter(real_config(codex_binary, responses_stub.url, codex_home))
     with trio.fail_after(TIMEOUT):
         async with agent_in_rooms(band_platform, adapter) as [room]:
@@ -63,6 +73,14 @@ async def test_a_reply_through_the_band_tool(
     assert json.loads(output["output"])["success"] is True
     (tool_call,) = room.from_agent("tool_call")
     assert json.loads(tool_call.content)["tool_call_id"] == "call_a"
+    # Codex's reasoning summary became a thought; its usage the turn's.
+    assert [m.content for m in room.from_agent("thought")] == ["The user says hi; I answer."]
+    usage = [
+        m.metadata["band_usage"] for m in room.from_agent("task") if "band_usage" in m.metadata
+    ]
+    assert len(usage) == 1
+    assert usage[0]["input_tokens"] == 40  # two model calls of 20
+    assert usage[0]["output_tokens"] == 10
     assert room.from_agent("error") == []
     assert not any("Done." in m.content for m in room.from_agent())
     assert pid is not None
