@@ -148,3 +148,25 @@ async def test_closing_goes_stdin_then_sigterm_then_sigkill(
     # ignores it gets SIGTERM, and one that ignores that too is killed.
     assert steps == (["eof", "term"] if stubborn else ["eof"])
     assert adapter.statistics().live_readers == 0
+
+
+async def test_stop_and_room_removal_mid_turn_interrupt_codex(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    fake.script(default=[{"wait_interrupt": True}])
+    adapter = CodexAdapter(fake.config())
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter, rooms=2) as [stopped, removed]:
+            await stopped.post("work")
+            await removed.post("work")
+            await until(lambda: len(fake.received("turn/start")) == 2)
+            pid = adapter.process_pid(removed.room_id)
+            await stopped.human.control(stopped.room_id, "stop")
+            await until(lambda: len(fake.received("turn/interrupt")) == 1)
+            await removed.human.remove_participant(removed.room_id, removed.agent_id)
+            await until(lambda: len(fake.received("turn/interrupt")) == 2)
+            await until(lambda: gone(pid))
+            assert removed.room_id not in adapter.live_rooms()
+    interrupted = {m["params"]["threadId"] for m in fake.received("turn/interrupt")}
+    assert len(interrupted) == 2
+    assert adapter.statistics().killed == 0
