@@ -17,11 +17,13 @@ Usage::
     uv run python benchmarks/bench_codex.py                  # 300 turns, 20 rooms
     uv run python benchmarks/bench_codex.py --turns 1000 --rooms 50 \\
         --json benchmarks/results/codex.json
+    uv run python benchmarks/bench_codex.py --codex node_modules/.bin/codex  # + the real one
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform as py_platform
@@ -44,6 +46,17 @@ def _script(directory: Path) -> list[str]:
     script = directory / "script.json"
     script.write_text(json.dumps({"turns": [], "default": [USAGE]}))
     return [sys.executable, str(FAKE), str(script), str(directory / "log.jsonl")]
+
+
+def _tree_rss_kib(pid: int) -> int:
+    """RSS of a process and its descendants (the npm ``codex`` is a node
+    launcher running the native binary)."""
+    total = _rss_kib(pid)
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return total
+    return total + sum(_tree_rss_kib(int(child)) for child in children)
 
 
 def _rss_kib(pid: int | str = "self") -> int:
@@ -109,7 +122,7 @@ async def adapter_turns(argv: list[str], turns: int) -> tuple[float, float]:
     return wall, cpu
 
 
-async def idle_memory(argv: list[str], rooms: int) -> dict[str, float]:
+async def idle_memory(argv: list[str], rooms: int, *, thread: bool = True) -> dict[str, float]:
     """RSS per idle room with a live app-server, and with it closed (KiB)."""
     before = _rss_kib()
     processes = []
@@ -125,10 +138,11 @@ async def idle_memory(argv: list[str], rooms: int) -> dict[str, float]:
         )
         await process.open()
         await process.request("initialize", {"clientInfo": {"name": "bench", "version": "0"}})
-        process.thread_id = (await process.request("thread/start", {}))["thread"]["id"]
+        if thread:
+            process.thread_id = (await process.request("thread/start", {}))["thread"]["id"]
         processes.append(process)
     live_self = _rss_kib() - before
-    children = sum(_rss_kib(p.pid) for p in processes if p.pid is not None)
+    children = sum(_tree_rss_kib(p.pid) for p in processes if p.pid is not None)
     async with trio.open_nursery() as nursery:
         for process in processes:
             nursery.start_soon(process.close, 5.0)
@@ -147,6 +161,9 @@ def main() -> None:
     parser.add_argument("--rooms", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--codex", type=Path, help="also measure live rooms of this real codex (initialized)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-codex-") as tmp:
         argv = _script(Path(tmp))
@@ -156,6 +173,17 @@ def main() -> None:
             key=lambda r: r[0],
         )
         memory = trio.run(idle_memory, argv, args.rooms)
+        if args.codex is not None:
+            home = Path(tmp) / "codex-home"
+            home.mkdir()
+            os.environ["CODEX_HOME"] = str(home)
+            real = trio.run(
+                functools.partial(idle_memory, thread=False),
+                [str(args.codex), "app-server"],
+                args.rooms,
+            )
+            memory["real_codex_child_kib_per_room"] = real["live_child_kib_per_room"]
+            memory["real_codex_agent_kib_per_room"] = real["live_agent_kib_per_room"]
     result = {
         "python": py_platform.python_version(),
         "turns": args.turns,
