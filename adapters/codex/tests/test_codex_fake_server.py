@@ -302,3 +302,26 @@ async def test_a_command_that_does_not_start_fails_the_message_clearly(
             assert await room.settled(posted) == "failed"
     assert [m.content for m in room.from_agent("error")] == [GENERIC_FAILURE_MESSAGE]
     assert adapter.live_rooms() == []
+
+
+async def test_the_dynamic_tools_follow_capabilities_and_filters(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    user_id = band_platform.user.id
+    fake.script([call("band_lookup_peers", {}, "call_x"), reply("ok", [user_id])])
+    adapter = CodexAdapter(
+        fake.config(), capabilities=["memory"], exclude_tools=["band_lookup_peers"]
+    )
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter) as [room]:
+            posted = await room.post("hi")
+            assert await room.settled(posted) == "processed"
+    (start,) = fake.received("thread/start")
+    names = {tool["name"] for tool in start["params"]["dynamicTools"]}
+    assert "band_store_memory" in names
+    assert "band_lookup_peers" not in names
+    assert all(tool["type"] == "function" for tool in start["params"]["dynamicTools"])
+    # A tool that was not offered is refused like every adapter refuses it.
+    refused, _ok = fake.answers()
+    assert refused["result"]["success"] is False
+    assert "band_lookup_peers" in refused["result"]["contentItems"][0]["text"]
