@@ -4,7 +4,8 @@ Each room gets its own app-server process (:class:`~band_trio_codex.rpc.CodexPro
 started on the room's first turn in a process group of its own, reused across
 turns, and closed (stdin closed, SIGTERM, SIGKILL of the group, each step
 bounded) when the room is left, when the agent stops, after ``idle_timeout``
-without a turn, or when the agent holds more than ``max_live_processes``. The
+without a turn (the adapter's background work watches the clock), or when
+the agent holds more than ``max_live_processes``. The
 room's Codex thread id is recorded in the room (a ``task`` event with
 ``codex_thread_id`` metadata, where the official adapter keeps it), so a closed
 process or a restarted agent resumes the thread; the system prompt and the
@@ -22,6 +23,7 @@ every adapter's.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -163,6 +165,7 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
         self._recorded: dict[str, str] = {}  # room -> thread id last recorded in the room
         self._usage: dict[str, UsageAnchor] = {}  # thread -> usage anchor
         self._readers: list[CodexProcess] = []
+        self._idle_changed = trio.Event()  # a room went idle: the next expiry moved
         self._killed = 0
         self._turns = 0
         self._server_requests = 0
@@ -209,6 +212,19 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
     async def cleanup_all(self) -> None:
         """The agent stops: close every app-server at once (each bounded)."""
         await self._close_all([process for _room, process in self._processes.remove_all()])
+
+    async def run_background(self) -> None:
+        """Close app-servers as soon as their room has been idle for
+        ``idle_timeout`` (runs while the agent serves; without it, idle ones
+        are closed at the next turn's start)."""
+        if self.config.idle_timeout is None:
+            return
+        while True:
+            self._idle_changed = trio.Event()
+            due = self._processes.next_expiry()
+            with trio.move_on_at(math.inf if due is None else due):
+                await self._idle_changed.wait()
+            await self.close_idle()
 
     async def close_idle(self) -> int:
         """Close the app-servers of rooms idle for ``idle_timeout`` (every
@@ -456,6 +472,7 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
                 self._processes.remove(room_id)
             await self._close_all([process])
         over = self._processes.release(room_id, trio.current_time())
+        self._idle_changed.set()
         await self._close_all([p for _room, p in over])
 
 

@@ -170,3 +170,23 @@ async def test_stop_and_room_removal_mid_turn_interrupt_codex(
     interrupted = {m["params"]["threadId"] for m in fake.received("turn/interrupt")}
     assert len(interrupted) == 2
     assert adapter.statistics().killed == 0
+
+
+async def test_an_idle_process_is_closed_on_time_and_the_room_resumes_later(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    user_id = band_platform.user.id
+    fake.script(default=[reply("hi", [user_id])])
+    adapter = CodexAdapter(fake.config(idle_timeout=0.3))
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter) as [room]:
+            posted = await room.post("hi")
+            assert await room.settled(posted) == "processed"
+            pid = adapter.process_pid(room.room_id)
+            # No other turn comes: the adapter's background work closes it.
+            await until(lambda: gone(pid))
+            assert adapter.live_rooms() == []
+            posted = await room.post("again")
+            assert await room.settled(posted) == "processed"
+    assert adapter.statistics().processes.closed_idle >= 1
+    assert len(fake.received("thread/resume")) == 1
