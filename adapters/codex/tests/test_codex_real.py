@@ -223,7 +223,9 @@ async def test_approvals_granted_for_the_owner_and_refused_for_another_participa
         responses_stub.url,
         codex_home,
         approval_policy="untrusted",
-        sandbox="read-only",
+        # The workspace is writable in the sandbox, so an approved touch
+        # succeeds whether Codex's sandbox can be set up on this machine or not.
+        sandbox="workspace-write",
         approvals=ApprovalSettings(),
     )
     adapter = CodexAdapter(attrs.evolve(config, cwd=workdir))
