@@ -190,3 +190,27 @@ async def test_an_idle_process_is_closed_on_time_and_the_room_resumes_later(
             assert await room.settled(posted) == "processed"
     assert adapter.statistics().processes.closed_idle >= 1
     assert len(fake.received("thread/resume")) == 1
+
+
+async def test_over_the_bound_the_least_recently_used_process_is_closed(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    user_id = band_platform.user.id
+    fake.script(default=[reply("ok", [user_id])])
+    adapter = CodexAdapter(fake.config(max_live_processes=1))
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter, rooms=2) as [first, second]:
+            posted = await first.post("one")
+            assert await first.settled(posted) == "processed"
+            first_pid = adapter.process_pid(first.room_id)
+            thread = adapter.thread_id(first.room_id)
+            posted = await second.post("two")
+            assert await second.settled(posted) == "processed"
+            assert adapter.live_rooms() == [second.room_id]
+            await until(lambda: gone(first_pid))
+            posted = await first.post("three")
+            assert await first.settled(posted) == "processed"
+            assert adapter.live_rooms() == [first.room_id]
+    assert adapter.statistics().processes.closed_over_limit == 2
+    (resume,) = fake.received("thread/resume")
+    assert resume["params"]["threadId"] == thread
