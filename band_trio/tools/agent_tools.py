@@ -75,6 +75,7 @@ from band_trio.tools.unsure_posts import (
     settle_write,
 )
 from band_trio.wire.models import (
+    ChatMessage,
     ChatParticipant,
     ChatRoom,
     EventCreated,
@@ -562,6 +563,17 @@ class AgentTools:
         fresh = await self._rest.list_participants(self._room_id)
         self._participants = list(fresh)
         return list(fresh)
+
+    async def unprocessed_messages(self, limit: int = 100) -> list[ChatMessage]:
+        """The room's messages delivered to this agent and not yet processed,
+        oldest first (at most ``limit``, 1..100): what waits behind the turn.
+
+        Not a tool: an adapter reads it to see a reply that arrives while its
+        turn is still running (the runtime hands the room's messages over one
+        at a time).
+        """
+        page = await self._rest.list_messages(self._room_id, sort_order="asc", limit=limit)
+        return list(page.items)
 
     @_tool("band_get_participants")
     async def get_participants(self) -> list[dict[str, Any]]:

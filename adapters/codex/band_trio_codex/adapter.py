@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
+import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -61,7 +63,14 @@ from band_trio_codex.history import (
 from band_trio_codex.rpc import CodexProcess, Incoming
 from band_trio_codex.turn import CodexTurn, TurnOutcome, UsageAnchor
 
-__all__ = ["CLIENT_NAME", "PROVIDER", "CodexAdapter", "CodexAdapterStatistics", "CodexTurnError"]
+__all__ = [
+    "CLIENT_NAME",
+    "PROVIDER",
+    "CodexAdapter",
+    "CodexAdapterStatistics",
+    "CodexTurnError",
+    "approval_reply",
+]
 
 logger = logging.getLogger("band_trio_codex")
 
@@ -69,6 +78,9 @@ PROVIDER: Final = "codex"
 """The ``provider`` of the adapter's failure reports."""
 CLIENT_NAME: Final = "band_trio_codex"
 """The ``clientInfo.name`` the adapter gives the app-server."""
+_APPROVAL_REPLY: Final = re.compile(r"(?<!\S)/(approve|deny)\s+`?([0-9a-f]{6})\b", re.IGNORECASE)
+_POLL_FIRST: Final = 0.25  # seconds before the first re-read of an approval wait
+_POLL_MAX: Final = 5.0  # the longest pause between two reads
 
 
 class CodexTurnError(BandError):
@@ -263,6 +275,10 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
             trio.Cancelled: the turn was cancelled; Codex was interrupted (or
                 its process killed) before this returned.
         """
+        if self.config.approvals is not None and approval_reply(msg.content) is not None:
+            # An answer to an approval wait, read by the wait itself: no turn.
+            await tools.no_reply("an approval reply")
+            return
         await self.close_idle()
         known = self._threads.get(room_id)
         if known is None and is_session_bootstrap and history.thread_id is not None:
@@ -320,23 +336,109 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
     ) -> str:
         """The answer to one of Codex's approval requests in a turn answering
         ``sender``'s message: ``accept`` or ``decline``, posted in the room as
-        a notice mentioning the sender.
+        a notice.
 
-        Accepted only with :class:`ApprovalSettings` configured and a sender
-        who is the room's owner (``owner_approves``) or a named approver;
-        declined for anyone else, and always without approvals configured.
+        Accepted at once with :class:`ApprovalSettings` configured and a
+        sender who is the room's owner (``owner_approves``) or a named
+        approver; always declined without approvals configured. For anyone
+        else: declined at once, or, with ``approval_timeout``, decided by an
+        authorised participant's ``/approve <id>`` or ``/deny <id>`` within
+        that time (declined when none comes).
         """
         summary = _approval_summary(request)
+        asker = sender.sender_handle or sender.sender_id
         authorized, reason = await self._authorized(tools, sender)
-        decision = "accept" if authorized else "decline"
-        try:
-            await tools.send_notice(
+        settings = self.config.approvals
+        if authorized or settings is None or settings.approval_timeout is None:
+            decision = "accept" if authorized else "decline"
+            await _notice(
+                tools,
                 f"Approval requested ({summary}). Decision: **{decision}** ({reason}).",
-                [sender.sender_handle or sender.sender_id],
+                [asker],
             )
-        except Exception as exc:
-            logger.warning("room %s: could not post the approval notice: %r", tools.room_id, exc)
+            return decision
+        return await self._ask(tools, summary, settings.approval_timeout, asker)
+
+    async def _ask(
+        self, tools: AgentToolsProtocol, summary: str, seconds: float, asker: str
+    ) -> str:
+        """Wait at most ``seconds`` for an authorised ``/approve`` or ``/deny``."""
+        ident = secrets.token_hex(3)
+        approvers = await self._approvers(tools)
+        handles = list(approvers.values())
+        if not handles:
+            await _notice(
+                tools,
+                f"Approval requested ({summary}). Decision: **decline** "
+                "(nobody in the room may approve).",
+                [asker],
+            )
+            return "decline"
+        decision, reason = "decline", f"no authorised answer within {seconds:g}s"
+        with trio.move_on_after(seconds):
+            await _notice(
+                tools,
+                f"Approval requested ({summary}), id `{ident}`. Reply to me `/approve {ident}` "
+                f"or `/deny {ident}` within {seconds:g}s; only these participants may decide.",
+                handles,
+            )
+            pause = _POLL_FIRST
+            while True:
+                answer = await self._answer_from(tools, ident, approvers)
+                if answer is not None:
+                    decision, reason = answer
+                    break
+                await trio.sleep(pause)
+                pause = min(pause * 1.5, _POLL_MAX)
+        await _notice(
+            tools,
+            f"Approval `{ident}` ({summary}). Decision: **{decision}** ({reason}).",
+            handles,
+        )
         return decision
+
+    async def _answer_from(
+        self, tools: AgentToolsProtocol, ident: str, approvers: Mapping[str, str]
+    ) -> tuple[str, str] | None:
+        read = getattr(tools, "unprocessed_messages", None)
+        if read is None:
+            return None  # these tools cannot read the room: the wait times out
+        try:
+            messages = await read()
+        except BandError as exc:
+            logger.warning("room %s: could not read approval replies: %r", tools.room_id, exc)
+            return None
+        for message in messages:
+            form = approval_reply(message.content)
+            if form is None or form[1] != ident:
+                continue
+            name = approvers.get(message.sender_id)
+            if name is None:
+                logger.info(
+                    "room %s: ignored an approval reply from %s", tools.room_id, message.sender_id
+                )
+                continue
+            if form[0] == "approve":
+                return "accept", f"approved by {name}"
+            return "decline", f"denied by {name}"
+        return None
+
+    async def _approvers(self, tools: AgentToolsProtocol) -> dict[str, str]:
+        """The room's participants who may decide an approval: id -> handle."""
+        settings = self.config.approvals
+        if settings is None:
+            return {}
+        try:
+            roster = await tools.get_participants_list()
+        except BandError as exc:
+            logger.warning("room %s: could not read the roster: %r", tools.room_id, exc)
+            return {}
+        return {
+            p.id: p.handle or p.id
+            for p in roster
+            if (settings.owner_approves and p.role == "owner")
+            or {p.id, p.handle or ""} & settings.approvers
+        }
 
     async def _authorized(
         self, tools: AgentToolsProtocol, sender: PlatformMessage
@@ -480,6 +582,20 @@ def _thread_id(result: Any) -> str | None:
     thread = result.get("thread") if isinstance(result, Mapping) else None
     ident = thread.get("id") if isinstance(thread, Mapping) else None
     return ident if isinstance(ident, str) and ident else None
+
+
+def approval_reply(content: str) -> tuple[str, str] | None:
+    """``("approve" | "deny", id)`` when ``content`` answers an approval wait
+    (``/approve <id>`` or ``/deny <id>``, mentions allowed around it), else None."""
+    match = _APPROVAL_REPLY.search(content)
+    return None if match is None else (match.group(1).lower(), match.group(2).lower())
+
+
+async def _notice(tools: AgentToolsProtocol, text: str, mentions: list[str]) -> None:
+    try:
+        await tools.send_notice(text, mentions)
+    except Exception as exc:
+        logger.warning("room %s: could not post the approval notice: %r", tools.room_id, exc)
 
 
 def _approval_summary(request: Incoming) -> str:

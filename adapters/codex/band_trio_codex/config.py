@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -49,8 +50,14 @@ def _positive_seconds(name: str, *, optional: bool = False) -> Any:
     def check(_inst: object, _attr: object, value: object) -> None:
         if value is None and optional:
             return
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise BandConfigError(f"{name} must be a positive number of seconds; got {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 < value < math.inf
+        ):
+            raise BandConfigError(
+                f"{name} must be a positive, finite number of seconds; got {value!r}"
+            )
 
     return check
 
@@ -143,20 +150,38 @@ class ApprovalSettings:
     the turn answers: accepted when that is the room's owner
     (``owner_approves``) or one of ``approvers`` (ids or handles), declined
     for anyone else, and posted in the room as a notice either way. No
-    message in the room can grant or widen anything: the sandbox is the
-    config's, and there is no approval command.
+    message in the room can widen the sandbox (it is the config's), and
+    without ``approval_timeout`` there is no approval command.
+
+    With ``approval_timeout`` set, a request made in a turn answering anyone
+    else is not declined at once: the adapter posts a notice naming the
+    request and a short id, mentioning who may decide, and waits at most
+    ``approval_timeout`` seconds for ``/approve <id>`` or ``/deny <id>`` from
+    one of them (recognised by participant id, never by display name; the
+    same words from anyone else are ignored). The turn's own deadline
+    (``turn_timeout``) is paused while an approval is decided, so the wait
+    is bounded by ``approval_timeout`` alone; no answer in time declines.
+    The reply, when the runtime later hands it over as a message, starts no
+    Codex turn.
 
     Attributes:
         approvers: participant ids or handles whose requests are approved,
-            besides the owner's.
-        owner_approves: the room's owner's requests are approved.
+            besides the owner's, and who may answer an approval wait.
+        owner_approves: the room's owner's requests are approved (and the
+            owner may answer an approval wait).
+        approval_timeout: seconds to wait for an authorised ``/approve`` or
+            ``/deny``; None (the default): decline at once, no wait.
 
     Raises:
-        BandConfigError: a value of the wrong type, or nobody who could approve.
+        BandConfigError: a value of the wrong type or out of range, or nobody
+            who could approve.
     """
 
     approvers: frozenset[str] = attrs.field(factory=frozenset, converter=_participants)
     owner_approves: bool = True
+    approval_timeout: float | None = attrs.field(
+        default=None, validator=_positive_seconds("approval_timeout", optional=True)
+    )
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.owner_approves, bool):

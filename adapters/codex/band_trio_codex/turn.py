@@ -12,9 +12,11 @@ that does not end the turn by then is killed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -184,6 +186,7 @@ class CodexTurn:
         self._start_total: Usage | None = anchor.total if anchor.known_total else None
         self._error: tuple[str, str | None] | None = None
         self._start_error: BandError | None = None
+        self._deadline: trio.CancelScope | None = None  # the turn's, paused for approvals
 
     async def run(self, items: list[dict[str, Any]], seconds: float) -> TurnOutcome:
         """Start the native turn and handle it to its end (or ``seconds`` pass).
@@ -198,6 +201,7 @@ class CodexTurn:
         outcome: TurnOutcome | None = None
         try:
             with trio.move_on_after(seconds) as deadline:
+                self._deadline = deadline
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._start, items, nursery.cancel_scope)
                     outcome = await self._consume(receive)
@@ -300,7 +304,8 @@ class CodexTurn:
             )
         elif message.method in APPROVAL_METHODS and self._ours(message):
             assert self.sender is not None
-            decision = await self.adapter.approval_decision(self.tools, message, self.sender)
+            with self._deadline_paused():
+                decision = await self.adapter.approval_decision(self.tools, message, self.sender)
             if message.method in ("execCommandApproval", "applyPatchApproval"):
                 decision = _LEGACY_DECISIONS[decision]
             await process.respond(message.id, {"decision": decision})
@@ -309,6 +314,21 @@ class CodexTurn:
                 message.id, METHOD_NOT_FOUND, f"band-trio does not handle {message.method}"
             )
         self.answered += 1
+
+    @contextlib.contextmanager
+    def _deadline_paused(self) -> Iterator[None]:
+        """Stop the turn's deadline while an approval is decided (the wait
+        has its own bound, ``approval_timeout``); what was left of it resumes."""
+        scope = self._deadline
+        if scope is None or scope.cancel_called:
+            yield
+            return
+        left = scope.deadline - trio.current_time()
+        scope.deadline = math.inf
+        try:
+            yield
+        finally:
+            scope.deadline = trio.current_time() + left
 
     # ------------------------------------------------------------------ notifications
 

@@ -1,16 +1,25 @@
 """Codex's approval requests against the fake app-server: declined without
 approvals configured; with them, accepted for the room owner's messages and
-for named approvers', declined for any other participant's; a turn that runs
-out of time after an approval is settled once. No message can approve."""
+for named approvers', declined for any other participant's unless an
+approval wait is configured: then only the owner's (or a named approver's)
+``/approve <id>`` in the room decides it, anyone else's is ignored, the wait
+has its own bound and pauses the turn's deadline, and the reply starts no
+Codex turn. A turn that runs out of time after an approval is settled once."""
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 from band_trio_codex import ApprovalSettings, CodexAdapter
-from codex_support import FakeCodex, agent_in_rooms, reply
+from band_trio_codex.adapter import approval_reply
+from codex_support import FakeCodex, Room, agent_in_rooms, reply
 
 from band_trio import BandConfigError
 from band_trio.local import HumanClient, LocalPlatform
@@ -122,3 +131,147 @@ def test_approvals_are_validated_at_construction(fake: FakeCodex) -> None:
         fake.config(approval_policy="sometimes")
     with pytest.raises(BandConfigError, match="sandbox"):
         fake.config(sandbox="wide-open")
+
+
+@asynccontextmanager
+async def _guest(platform: LocalPlatform, room: Room) -> AsyncIterator[tuple[HumanClient, str]]:
+    """A second person in ``room`` (a member, not its owner): client and id."""
+    guest = platform.create_user("Guest", "guest")
+    async with HumanClient(base_url=platform.rest_url, api_key=guest.api_key) as other:
+        request = await other.send_contact_request(platform.user.handle)
+        await room.human.approve_contact_request(request["id"])
+        await room.human.add_participant(room.room_id, guest.id)
+        yield other, guest.id
+
+
+async def _post(client: HumanClient, room: Room, content: str) -> str:
+    sent = await client.post_message(
+        room.room_id, f"@{room.agent_handle} {content}", [room.agent_handle]
+    )
+    return str(sent["id"])
+
+
+async def _wait_id(platform: LocalPlatform, room: Room) -> str:
+    """The id of the approval wait the agent announced in the room."""
+    found: list[str] = []
+
+    def announced() -> bool:
+        for message in room.from_agent():
+            match = re.search(r"Reply to me `/approve ([0-9a-f]{6})`", message.content)
+            if match:
+                found.append(match.group(1))
+                return True
+        return False
+
+    await platform.wait_for(announced)
+    return found[0]
+
+
+def _waiting(fake: FakeCodex, **settings: Any) -> Any:
+    return fake.config(
+        approval_policy="on-request", approvals=ApprovalSettings(**settings), turn_timeout=0.5
+    )
+
+
+async def test_the_owner_approves_another_participants_request_in_the_room(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    adapter = CodexAdapter(_waiting(fake, approval_timeout=20))
+    with trio.fail_after(TIMEOUT):
+        async with (
+            agent_in_rooms(band_platform, adapter) as [room],
+            _guest(band_platform, room) as (guest, guest_id),
+        ):
+            fake.script([APPROVAL, reply("done", [guest_id])])
+            asked = await _post(guest, room, "touch the file")
+            ident = await _wait_id(band_platform, room)
+            answer = await room.post(f"/approve {ident}")
+            assert await room.settled(asked) == "processed"
+            assert await room.settled(answer) == "processed"
+    approval, _tool = fake.answers()
+    assert approval["result"] == {"decision": "accept"}
+    assert len(fake.received("turn/start")) == 1  # the /approve message started no turn
+    decided = [
+        m.content[m.content.index("Approval") :]
+        for m in room.from_agent()
+        if f"Approval `{ident}`" in m.content
+    ]
+    assert decided == [
+        f"Approval `{ident}` (run `touch /tmp/approved`). Decision: **accept** "
+        f"(approved by {band_platform.user.handle})."
+    ]
+
+
+async def test_another_participants_approve_is_ignored_and_the_wait_declines_once(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    # The wait (1.5 s) outlasts the turn's deadline (0.5 s), which it pauses:
+    # the turn ends normally after the decline, neither timed out nor interrupted.
+    adapter = CodexAdapter(_waiting(fake, approval_timeout=1.5))
+    with trio.fail_after(TIMEOUT):
+        async with (
+            agent_in_rooms(band_platform, adapter) as [room],
+            _guest(band_platform, room) as (guest, guest_id),
+        ):
+            fake.script([APPROVAL, reply("not allowed", [guest_id])])
+            asked = await _post(guest, room, "touch the file")
+            ident = await _wait_id(band_platform, room)
+            answer = await _post(guest, room, f"/approve {ident}")
+            assert await room.settled(asked) == "processed"
+            assert await room.settled(answer) == "processed"
+    approval, _tool = fake.answers()
+    assert approval["result"] == {"decision": "decline"}
+    assert fake.received("turn/interrupt") == []
+    assert room.from_agent("error") == []
+    assert len(fake.received("turn/start")) == 1
+    decided = [
+        m.content[m.content.index("Approval") :]
+        for m in room.from_agent()
+        if f"Approval `{ident}`" in m.content
+    ]
+    assert decided == [
+        f"Approval `{ident}` (run `touch /tmp/approved`). Decision: **decline** "
+        "(no authorised answer within 1.5s)."
+    ]
+
+
+async def test_a_denial_from_a_named_approver_declines(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    adapter = CodexAdapter(
+        _waiting(
+            fake, approvers={band_platform.user.handle}, owner_approves=False, approval_timeout=20
+        )
+    )
+    with trio.fail_after(TIMEOUT):
+        async with (
+            agent_in_rooms(band_platform, adapter) as [room],
+            _guest(band_platform, room) as (guest, guest_id),
+        ):
+            fake.script([APPROVAL, reply("denied", [guest_id])])
+            asked = await _post(guest, room, "touch the file")
+            ident = await _wait_id(band_platform, room)
+            await room.post(f"/deny {ident}")
+            assert await room.settled(asked) == "processed"
+    approval, _tool = fake.answers()
+    assert approval["result"] == {"decision": "decline"}
+    assert any(f"denied by {band_platform.user.handle}" in m.content for m in room.from_agent())
+
+
+def test_the_approval_reply_form() -> None:
+    assert approval_reply("@codex /approve a1b2c3") == ("approve", "a1b2c3")
+    assert approval_reply("/DENY `A1B2C3`") == ("deny", "a1b2c3")
+    assert approval_reply("please /approve it") is None
+    assert approval_reply("x/approve a1b2c3") is None
+
+
+@pytest.mark.parametrize("seconds", [0, -1, math.inf, "5", True])
+def test_the_approval_wait_is_validated_at_construction(seconds: object) -> None:
+    with pytest.raises(BandConfigError, match="approval_timeout must be a positive, finite"):
+        ApprovalSettings(approval_timeout=seconds)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seconds", [0, math.inf])
+def test_the_turn_deadline_is_validated_at_construction(fake: FakeCodex, seconds: float) -> None:
+    with pytest.raises(BandConfigError, match="turn_timeout must be a positive, finite"):
+        fake.config(turn_timeout=seconds)
