@@ -3,12 +3,14 @@
 127.0.0.1: a reply through the band tool, no-reply, a failing tool call, two
 rooms at once, a restarted agent resuming the room's thread, an interrupt
 mid-turn, approvals granted for the room owner's request and refused for
-another participant's. Skipped with the install command where node or codex is missing
+another participant's, and another participant's command run once the owner
+answers ``/approve <id>`` in the room. Skipped with the install command where node or codex is missing
 (failed instead under ``BAND_REQUIRE_CODEX``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +251,58 @@ async def test_approvals_granted_for_the_owner_and_refused_for_another_participa
     assert "**decline**" in guest_notice
     # Codex ran the owner's command and not the other participant's.
     assert sorted(p.name for p in workdir.iterdir()) == ["by-owner"]
+
+
+async def test_the_owner_approves_another_participants_command_in_the_room(
+    band_platform: LocalPlatform,
+    responses_stub: ResponsesStub,
+    codex_binary: Path,
+    codex_home: Path,
+) -> None:
+    guest = band_platform.create_user("Guest", "guest")
+    workdir = codex_home / "work"
+    workdir.mkdir()
+    responses_stub.push(
+        [function_call("exec_command", {"cmd": "touch by-guest"}, "call_t")],
+        send("done", ["guest"], "call_g"),
+        DONE,
+    )
+    config = real_config(
+        codex_binary,
+        responses_stub.url,
+        codex_home,
+        approval_policy="untrusted",
+        sandbox="workspace-write",
+        approvals=ApprovalSettings(approval_timeout=TIMEOUT / 2),
+    )
+    adapter = CodexAdapter(attrs.evolve(config, cwd=workdir))
+    found: list[str] = []
+
+    def announced() -> bool:
+        for message in room.from_agent():
+            match = re.search(r"Reply to me `/approve ([0-9a-f]{6})`", message.content)
+            if match:
+                found.append(match.group(1))
+                return True
+        return False
+
+    with trio.fail_after(TIMEOUT):
+        async with (
+            agent_in_rooms(band_platform, adapter) as [room],
+            HumanClient(base_url=band_platform.rest_url, api_key=guest.api_key) as other,
+        ):
+            request = await other.send_contact_request(band_platform.user.handle)
+            await room.human.approve_contact_request(request["id"])
+            await room.human.add_participant(room.room_id, guest.id)
+            sent = await other.post_message(
+                room.room_id, f"@{room.agent_handle} touch by-guest", [room.agent_handle]
+            )
+            await band_platform.wait_for(announced)
+            answer = await room.post(f"/approve {found[0]}")
+            assert await room.settled(str(sent["id"])) == "processed"
+            assert await room.settled(answer) == "processed"
+    assert any(
+        f"Approval `{found[0]}`" in m.content and "**accept**" in m.content
+        for m in room.from_agent()
+    )
+    assert sorted(p.name for p in workdir.iterdir()) == ["by-guest"]
