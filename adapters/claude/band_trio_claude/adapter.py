@@ -3,7 +3,8 @@
 Each room gets its own ``claude`` CLI (through claude-agent-sdk's
 ``ClaudeSDKClient``), opened on the room's first turn, reused across turns,
 and closed when the room is left, when the agent stops, after
-``idle_timeout`` without a turn, or when the agent holds more than
+``idle_timeout`` without a turn (on time: the agent's background work
+watches the clock), or when the agent holds more than
 ``max_live_clients`` of them (the least recently used idle room first). The
 room's Claude conversation id is recorded in the room (a ``task`` event with
 ``claude_sdk_session_id`` metadata, where the official adapter keeps it), so a
@@ -19,6 +20,7 @@ is: no bridge, no asyncio.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -77,6 +79,9 @@ logger = logging.getLogger("band_trio_claude")
 
 PROVIDER: Final = "claude_sdk"
 """The ``provider`` of the adapter's failure reports."""
+
+
+_EXPIRY_MARGIN: Final = 0.001
 
 
 class ClaudeTurnError(BandError):
@@ -207,6 +212,7 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
         self._killed = 0
         self._turns = 0
         self._cost = 0.0
+        self._idle_changed = trio.Event()  # a room's CLI became idle
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.config.model!r})"
@@ -247,9 +253,22 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
         """The agent stops: close every CLI at once (each bounded)."""
         await self._close_all([client for _room, client in self._clients.remove_all()])
 
+    async def run_background(self) -> None:
+        """While the agent serves: close each room's CLI once it has been
+        idle for ``idle_timeout``, whether or not another turn comes."""
+        while True:
+            self._idle_changed = trio.Event()
+            expiry = self._clients.next_expiry()
+            # A hair past the expiry: the idle time added to and taken from a
+            # clock reading need not give the reading back to the last bit.
+            with trio.move_on_at(math.inf if expiry is None else expiry + _EXPIRY_MARGIN):
+                await self._idle_changed.wait()
+            await self.close_idle()
+
     async def close_idle(self) -> int:
-        """Close the CLIs of rooms idle for ``idle_timeout`` (every turn does
-        this first); how many were closed."""
+        """Close the CLIs of rooms idle for ``idle_timeout`` (the agent's
+        background work does this on time, every turn first); how many were
+        closed."""
         expired = self._clients.expired(trio.current_time())
         await self._close_all([client for _room, client in expired])
         return len(expired)
@@ -366,6 +385,7 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
                 self._clients.remove(room_id)
             await self._close_all([client])
         over = self._clients.release(room_id, trio.current_time())
+        self._idle_changed.set()
         await self._close_all([c for _room, c in over])
 
     async def _stop(self, client: RoomClient) -> None:
