@@ -111,16 +111,12 @@ class ClaudeAdapterStatistics:
 
 def _usage_of(result: ResultMessage) -> Usage:
     usage = result.usage if isinstance(result.usage, Mapping) else {}
-
-    def count(name: str) -> int:
-        value = usage.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-    return Usage(
-        input_tokens=count("input_tokens"),
-        output_tokens=count("output_tokens"),
-        cache_read_tokens=count("cache_read_input_tokens"),
-        cache_write_tokens=count("cache_creation_input_tokens"),
+    return Usage.reported(
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+        cache_read_tokens=usage.get("cache_read_input_tokens"),
+        cache_write_tokens=usage.get("cache_creation_input_tokens"),
+        cost_usd=result.total_cost_usd,
     )
 
 

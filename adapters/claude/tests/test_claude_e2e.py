@@ -76,6 +76,11 @@ async def test_a_message_is_answered_through_the_band_tool(
     assert session_id is not None
     assert session.metadata[SESSION_METADATA_KEY] == session_id
     assert usage.metadata["band_usage"]["input_tokens"] == 280
+    # The cost the CLI reported in the turn's result.
+    cost = usage.metadata["band_usage"]["cost_usd"]
+    assert cost > 0
+    assert cost == adapter.statistics().cost_usd
+    assert usage.content.endswith(f"cost=${cost:.6f}")
     # Claude was offered the Band tools only, under their MCP names.
     names = {t["name"] for t in seen[0]["tools"]}
     assert SEND in names
