@@ -74,14 +74,13 @@ from band_trio.errors import (
 from band_trio.runtime import admission, settlement
 from band_trio.runtime.activity import ActivityReporter
 from band_trio.runtime.admission import Admission, ReplyCheck
-from band_trio.runtime.drain import DrainPass, DrainStep, MessageOutcome, deferred_after
-from band_trio.runtime.drain_schedule import DrainSchedule
+from band_trio.runtime.drain import DrainPass, DrainStep, MessageOutcome
 from band_trio.runtime.hydration import load_history
 from band_trio.runtime.ledger import Attempt, Claim, Refusal
 from band_trio.runtime.mailbox import Mailbox, TimedOut
-from band_trio.runtime.pacer import RoomPacer
 from band_trio.runtime.reply_recovery import ReplyRecovery, post_lookup
 from band_trio.runtime.rest_messages import event_from_rest
+from band_trio.runtime.room_machine import Pace, RoomMachine, Step
 from band_trio.runtime.room_rest import RoomRest
 from band_trio.runtime.room_services import (
     ParticipantCallback,
@@ -129,14 +128,6 @@ _ERROR_TEXTS: Final = {
 }
 
 
-class _Place:
-    """Where a room stands in the pacer's bulk-drain queue."""
-
-    NONE: Final = 0
-    WAITING: Final = 1
-    HELD: Final = 2
-
-
 class _Kick:
     """Inbox marker that wakes the worker to look at its flags."""
 
@@ -167,35 +158,21 @@ class Room:
         "_capacity",
         "_config",
         "_counts",
-        "_deferred",
-        "_drain_place",
-        "_drained_epoch",
-        "_fenced",
-        "_idle_waiting",
         "_inbox",
         "_kick_pending",
-        "_last_active",
-        "_last_reconcile",
         "_ledger",
-        "_next_epoch",
+        "_m",
         "_offered_roster",
-        "_owed_epoch",
         "_pacer",
         "_parked",
         "_parked_event",
-        "_reconciling",
         "_replies",
         "_rest",
-        "_resync_requested",
         "_roster",
-        "_roster_stale",
-        "_schedule",
-        "_stopped",
         "_svc",
         "_synthetic",
         "_system_lines",
         "_turn",
-        "_wake_at",
         "room_id",
     )
 
@@ -208,28 +185,12 @@ class Room:
         self._capacity = services.config.inbox_size
         self._inbox: Mailbox[InboxItem] = Mailbox(self._capacity)
         self._roster = Roster()
-        self._roster_stale = True
         self._offered_roster: Sequence[ChatParticipant] | None = None
         self._pacer = services.pacer
-        # With a pacer the start-up drain is a bulk drain (bounded, ordered);
-        # without one the room drains at once, on its own.
-        self._resync_requested = self._pacer is None
-        self._owed_epoch = 0 if self._pacer is not None else -1
-        self._drained_epoch = -1
-        self._next_epoch = -1
-        self._drain_place = _Place.NONE
-        self._reconciling = False
-        self._idle_waiting = False
-        self._last_active = -math.inf
-        self._last_reconcile = -math.inf
+        self._m = RoomMachine(paced=self._pacer is not None)
         self._kick_pending = False
-        self._deferred = False
-        self._stopped = False
-        self._fenced = False
         self._bootstrap = True
         self._turn: RunningTurn | None = None
-        self._schedule: DrainSchedule | None = None
-        self._wake_at = math.inf
         self._parked = False
         # Everything below is created on first use, and the helpers are
         # dropped again once the room is idle with nothing for them to
@@ -302,13 +263,12 @@ class Room:
             is marked for resync (and roster refresh) and the overflow counted.
         """
         if isinstance(item, MessageCreated):
-            self._last_active = trio.current_time()
+            self._m.message_arrived(trio.current_time())
         try:
             self._inbox.put_nowait(item)
         except trio.WouldBlock:
             self._counts.overflows += 1
-            self._resync_requested = True
-            self._roster_stale = True
+            self._m.overflowed()
             logger.warning(
                 "room %s: inbox full (%d); %s not queued, the room will resync from /next",
                 self.room_id,
@@ -322,9 +282,7 @@ class Room:
 
     def request_resync(self, *, refresh_roster: bool = False) -> None:
         """Ask for a ``/next`` drain soon (coalesced: many requests, one drain)."""
-        self._resync_requested = True
-        if refresh_roster:
-            self._roster_stale = True
+        self._m.resync(refresh_roster=refresh_roster)
         self._kick()
 
     def request_bulk_resync(self, *, refresh_roster: bool = True) -> None:
@@ -337,22 +295,37 @@ class Room:
         :meth:`request_resync`. The roster is refreshed from the next room
         listing offered (:meth:`offer_roster`), or else read before the next turn.
         """
-        if refresh_roster:
-            self._roster_stale = True
         if self._pacer is None:
             self.request_resync(refresh_roster=refresh_roster)
             return
-        self._owed_epoch = self._pacer.epoch
-        if not self._reconciling and self._turn is None and self._drain_place == _Place.NONE:
-            # Queued now, so rooms asked in order of activity are served in
-            # that order (not in the order their workers happen to wake).
-            self._ask_drain()
+        self._pace(self._m.bulk_resync(self._pacer.epoch, refresh_roster=refresh_roster))
         self._kick()
 
-    def _ask_drain(self) -> None:
-        assert self._pacer is not None
-        self._drain_place = _Place.WAITING
-        self._pacer.request_drain(self, self._last_active)
+    def _pace(self, pace: int) -> None:
+        """Carry out the pacer calls the room's machine asked for (the one
+        place a room talks to its pacer)."""
+        pacer = self._pacer
+        if not pace or pacer is None:
+            return
+        m = self._m
+        if pace & Pace.WITHDRAW_IDLE:
+            pacer.withdraw_idle(self.room_id)
+        if pace & Pace.END_DRAIN:
+            pacer.end_drain(self.room_id)
+        if pace & Pace.REQUEST_DRAIN:
+            pacer.request_drain(self, m.last_active)
+        if pace & Pace.WANT_IDLE:
+            pacer.want_idle(self, m.last_reconcile)
+        if pace & Pace.WAKE:
+            if math.isinf(m.wake_at):
+                pacer.cancel_wake(self.room_id)
+            else:
+                pacer.wake_at(self, m.wake_at)
+        if pace & Pace.FORGET:
+            pacer.forget(self.room_id)
+
+    def _epoch(self) -> int:
+        return self._pacer.epoch if self._pacer is not None else 0
 
     def offer_roster(self, participants: Sequence[ChatParticipant] | None, complete: bool) -> None:
         """The roster as the room listing gave it (``include=participants``).
@@ -368,35 +341,29 @@ class Room:
             self._offered_roster = tuple(share(p) for p in participants)
         else:
             self._offered_roster = None
-            self._roster_stale = True
+        self._m.roster_offered(participants is not None and complete)
 
     @property
     def last_active(self) -> float:
         """When a message last arrived or a turn last started (``-inf``: never)."""
-        return self._last_active
+        return self._m.last_active
 
     def grant_drain(self) -> None:
         """The pacer gives this room a place for its bulk drain (never blocks)."""
-        if self._turn is not None:
-            # A turn holds the worker (maybe for long): give the place to a
-            # room that can use it now; this one asks again after the turn.
-            self._drain_place = _Place.NONE
-            if self._pacer is not None:
-                self._pacer.end_drain(self.room_id)
+        pace = self._m.drain_granted()
+        if pace:
+            self._pace(pace)
             return
-        self._drain_place = _Place.HELD
-        self._resync_requested = True
         self._kick()
 
     def grant_idle(self) -> None:
         """The pacer gives this room its idle reconcile (never blocks)."""
-        self._idle_waiting = False
-        self._resync_requested = True
+        self._m.idle_granted()
         self._kick()
 
     def wake_due(self) -> None:
         """The time this room asked the pacer for has come (never blocks)."""
-        self._wake_at = math.inf
+        self._m.wake_fired()
         self._inbox.wake()
 
     def interrupt(self) -> bool:
@@ -414,19 +381,14 @@ class Room:
     def stop(self) -> None:
         """Pause the room: cancel the running turn (its message stays processing)
         and claim nothing new until :meth:`play` (or a probe finds work)."""
-        self._stopped = True
-        if self._schedule is not None:
-            self._schedule.set_stopped(True, trio.current_time())
+        self._m.stop(trio.current_time())
         if self._turn is not None:
             self._turn.abort(Abort.STOP)
 
     def play(self) -> None:
         """Resume a stopped room and drain ``/next`` at once."""
-        self._stopped = False
-        self._deferred = False
-        if self._schedule is not None:
-            self._schedule.set_stopped(False, trio.current_time())
-        self.request_resync()
+        self._m.play(trio.current_time())
+        self._kick()
 
     def inject_system_message(self, text: str) -> None:
         """Queue a system line for the next turn's ``contacts_msg`` (delivered once,
@@ -453,13 +415,13 @@ class Room:
 
     def fence(self) -> None:
         """Shutdown: start no new turn (the running one may finish)."""
-        self._fenced = True
+        self._m.fence()
         self._kick()
 
     @property
     def stopped(self) -> bool:
         """True while the room is paused by a ``stop`` control."""
-        return self._stopped
+        return self._m.stopped
 
     @property
     def busy(self) -> bool:
@@ -496,7 +458,7 @@ class Room:
             skipped=counts.skipped,
             inbox_depth=self._inbox.depth,
             inbox_capacity=self._capacity,
-            stopped=self._stopped,
+            stopped=self._m.stopped,
             turn_running=self._turn is not None,
             replies_recovered=counts.replies_recovered,
         )
@@ -520,44 +482,43 @@ class Room:
         ``processing`` on the platform (a later ``/next`` replays it) and its
         attempt is not charged.
         """
-        self._schedule = schedule = DrainSchedule(self._config, self._svc.rng, trio.current_time())
+        m = self._m
+        m.start(self._config, self._svc.rng, trio.current_time())
         task_status.started()
         # The worker loop is written out here rather than in a helper
-        # coroutine: an idle room's task waits with one frame less.
+        # coroutine: an idle room's task waits with one frame less. Its
+        # order of steps is the machine's (RoomMachine.next_step).
         try:
             while True:
                 try:
-                    if self._fenced:
+                    step = m.next_step(synthetic_waiting=bool(self._synthetic))
+                    if step is Step.PARK:
                         # Parked between steps: cancelling now interrupts no REST call.
                         self._parked = True
                         if self._parked_event is not None:
                             self._parked_event.set()
                         await trio.sleep_forever()
-                    if self._synthetic and not self._stopped:
+                    if step is Step.SYNTHETIC:
+                        assert self._synthetic
                         await self._run_synthetic(self._synthetic[0])
                         self._svc.changes.notify()
                         continue
                     if self._offered_roster is not None:
                         self._apply_offered_roster()
-                    if self._resync_requested:
-                        self._resync_requested = False
+                    if step is Step.RECONCILE:
                         await self._reconcile()
                         self._svc.changes.notify()
                         continue
-                    pacer = self._pacer
-                    if (
-                        pacer is not None
-                        and self._owed_epoch > self._drained_epoch
-                        and self._drain_place == _Place.NONE
-                    ):
-                        self._ask_drain()
+                    if step is Step.ASK_DRAIN:
+                        self._pace(m.ask_drain())
                         continue
-                    # While waiting for the idle budget only a retry wakes the room.
-                    due = schedule.retry_due if self._idle_waiting else schedule.due
                     item: InboxItem | None = None
-                    if pacer is None:
-                        item = await self._next_item_alone(due)
-                    elif self._arm_timer(pacer, due):
+                    if self._pacer is None:
+                        item = await self._next_item_alone(m.due)
+                    elif (pace := m.arm(m.due, trio.current_time())) is not None:
+                        # The pacer keeps every room's time: an idle room
+                        # holds no cancel scope and no deadline of its own.
+                        self._pace(pace)
                         got = await self._inbox.get()
                         if not isinstance(got, TimedOut):
                             item = got
@@ -567,13 +528,7 @@ class Room:
                     else:
                         await trio.lowlevel.checkpoint()
                     if item is None:
-                        now = trio.current_time()
-                        if pacer is not None and not schedule.retry_is_due(now):
-                            # The periodic reconcile is due: ask the agent-wide budget.
-                            self._idle_waiting = True
-                            pacer.want_idle(self, self._last_reconcile)
-                        else:
-                            self._resync_requested = True  # the periodic reconcile is due
+                        self._pace(m.timer_fired(trio.current_time()))
                         continue
                     await self._on_item(item)
                     self._svc.changes.notify()
@@ -581,15 +536,11 @@ class Room:
                     # Supervised: a bug must neither kill the agent nor leave
                     # a deaf room behind.
                     logger.exception("room %s: worker failed; restarting it", self.room_id)
-                    self._resync_requested = True
+                    m.worker_failed()
                     await trio.sleep(self._config.retry_delay)
         finally:
             self._inbox.close()
-            self._wake_at = math.inf
-            if self._pacer is not None:
-                self._pacer.forget(self.room_id)
-                self._drain_place = _Place.NONE
-                self._idle_waiting = False
+            self._pace(m.stopped_serving())
 
     async def _next_item_alone(self, due: float) -> InboxItem | None:
         """Without a pacer: the next inbox item, or None once ``due`` has passed."""
@@ -597,22 +548,6 @@ class Room:
             got = await self._inbox.get()
             return None if isinstance(got, TimedOut) else got
         return None
-
-    def _arm_timer(self, pacer: RoomPacer, due: float) -> bool:
-        """Ask the pacer to wake the room at ``due``; False when it has passed.
-
-        The pacer keeps every room's time: an idle room holds no cancel scope
-        and no deadline of its own.
-        """
-        if due <= trio.current_time():
-            return False
-        if due != self._wake_at:
-            self._wake_at = due
-            if math.isinf(due):
-                pacer.cancel_wake(self.room_id)
-            else:
-                pacer.wake_at(self, due)
-        return True
 
     def _apply_offered_roster(self) -> None:
         offered, self._offered_roster = self._offered_roster, None
@@ -622,9 +557,9 @@ class Room:
             self._roster.replace_snapshot(offered)
         except BandError as exc:
             logger.warning("room %s: ignoring the listed roster: %s", self.room_id, exc)
-            self._roster_stale = True
+            self._m.roster_read(ok=False)
             return
-        self._roster_stale = False
+        self._m.roster_read(ok=True)
 
     async def _on_item(self, item: InboxItem) -> None:
         try:
@@ -649,14 +584,11 @@ class Room:
             if admission.is_own_message(item.sender_type, item.sender_id, self._svc.agent_id):
                 self._counts.skipped += 1  # own echo: never a turn, no REST call
                 return
-            if self._stopped:
-                return  # left on the platform; /next replays it after play
-            if self._deferred:
-                # An earlier message is waiting; /next order recovers this one.
+            if not self._m.runs_pushed_message():
                 return
             outcome = await self._guarded_process(item)
             if outcome is MessageOutcome.RETRY:
-                self._defer()
+                self._m.deferred_message(trio.current_time())
 
     async def _participant_callback(
         self, callback: ParticipantCallback | None, event: ParticipantAdded | ParticipantRemoved
@@ -680,11 +612,6 @@ class Room:
                 _PARTICIPANT_CALLBACK_TIMEOUT,
             )
 
-    def _defer(self) -> None:
-        assert self._schedule is not None
-        self._deferred = True
-        self._schedule.after(ReconcileOutcome.RETRY, trio.current_time())
-
     async def _guarded_process(self, ev: MessageCreated) -> MessageOutcome:
         try:
             return await self._process(ev)
@@ -698,32 +625,19 @@ class Room:
     # ------------------------------------------------------------------ reconcile
 
     async def _reconcile(self) -> None:
-        assert self._schedule is not None
+        m = self._m
         self._counts.resyncs += 1
         result = ReconcileOutcome.RETRY
-        pacer = self._pacer
-        if pacer is not None:
-            # Whatever asked for this pass, it also serves as the idle
-            # reconcile and the owed bulk drain: those requests are merged.
-            if self._idle_waiting:
-                self._idle_waiting = False
-                pacer.withdraw_idle(self.room_id)
-            if self._drain_place == _Place.WAITING:
-                # Runs now without waiting for a place: give the place up.
-                self._drain_place = _Place.NONE
-                pacer.end_drain(self.room_id)
-        self._next_epoch = self._current_epoch()
-        self._reconciling = True
+        self._pace(m.reconcile_started(self._epoch()))
         try:
-            if self._stopped:
+            if m.stopped:
                 probe = await self._rest.next_message(self.room_id)
                 if probe is None or not self._runnable(probe):
                     result = ReconcileOutcome.STOPPED
                     return
                 # /next is gated while stopped: work there means we missed a PLAY.
                 logger.info("room %s: /next has work while stopped; resuming", self.room_id)
-                self._stopped = False
-                self._schedule.set_stopped(False, trio.current_time())
+                m.resumed_by_probe(trio.current_time())
             # The roster is not read here: it comes with the room listing, or
             # is read right before the next turn (a drain that finds nothing
             # needs none).
@@ -739,24 +653,7 @@ class Room:
         except Exception:
             logger.exception("room %s: unexpected error while reconciling", self.room_id)
         finally:
-            # A pass whose last /next was sent after the latest reconnect
-            # settles what that reconnect owed (a failed pass is retried on
-            # the room's own backoff, not through the bulk queue).
-            self._drained_epoch = max(self._drained_epoch, self._next_epoch)
-            self._reconciling = False
-            self._end_drain_place()
-            now = trio.current_time()
-            self._last_reconcile = now
-            self._deferred = deferred_after(result, self._deferred)
-            self._schedule.after(result, now)
-
-    def _current_epoch(self) -> int:
-        return self._pacer.epoch if self._pacer is not None else 0
-
-    def _end_drain_place(self) -> None:
-        if self._drain_place != _Place.NONE and self._pacer is not None:
-            self._pacer.end_drain(self.room_id)
-        self._drain_place = _Place.NONE
+            self._pace(m.reconcile_finished(result, trio.current_time()))
 
     def _runnable(self, msg: ChatMessage) -> bool:
         if admission.is_own_message(msg.sender_type, msg.sender_id, self._svc.agent_id):
@@ -764,17 +661,16 @@ class Room:
         return not self._ledger.is_done(self.room_id, msg.id)
 
     async def _drain(self) -> ReconcileOutcome:
+        m = self._m
         drain = DrainPass()
-        while not self._fenced:
-            if self._stopped:
+        while not m.fenced:
+            if m.stopped:
                 return ReconcileOutcome.STOPPED
-            self._next_epoch = self._current_epoch()
+            m.next_asked(self._epoch())
             msg = await self._rest.next_message(self.room_id)
             if msg is None:
                 return drain.finished()
-            # Work found: the place among the bulk drains goes to another room
-            # (turns can be long; the bound is on idle probing, not on turns).
-            self._end_drain_place()
+            self._pace(m.work_found())
             if drain.is_repeat(msg.id):
                 outcome = MessageOutcome.SKIPPED
             else:
@@ -793,7 +689,7 @@ class Room:
                 self.room_id, sort_order="asc", limit=_SCAN_PAGE_SIZE, cursor=cursor
             )
             for msg in page.items:
-                if self._fenced or self._stopped:
+                if self._m.paused:
                     return ReconcileOutcome.STOPPED
                 if not self._runnable(msg):
                     continue
@@ -832,7 +728,7 @@ class Room:
         ledger = self._ledger
         decision = admission.before_claim(
             own=admission.is_own_message(ev.sender_type, ev.sender_id, self._svc.agent_id),
-            paused=self._stopped or self._fenced,
+            paused=self._m.paused,
         )
         if decision is Admission.SKIP:
             self._counts.skipped += 1
@@ -897,7 +793,7 @@ class Room:
             # context, then the processing mark).
             if self._offered_roster is not None:
                 self._apply_offered_roster()
-            if self._roster_stale:
+            if self._m.roster_stale:
                 await self._refresh_roster()
             history = HistoryProvider()
             if self._bootstrap and self._config.enable_context_hydration:
@@ -912,7 +808,7 @@ class Room:
                         agent_id=self._svc.agent_id,
                         config=self._config,
                     )
-            if self._stopped or self._fenced:
+            if self._m.paused:
                 return MessageOutcome.PAUSED
             try:
                 await self._rest.mark_processing(self.room_id, ev.id)
@@ -922,7 +818,7 @@ class Room:
             except BandError as exc:
                 logger.warning("room %s: claim of %s failed: %s", self.room_id, ev.id, exc)
                 return MessageOutcome.RETRY
-            if self._stopped or self._fenced:
+            if self._m.paused:
                 # Stopped (or shutting down) while claiming: leave it processing
                 # for /next to replay.
                 return MessageOutcome.PAUSED
@@ -930,6 +826,8 @@ class Room:
             turn = RunningTurn(self.room_id, ev.id, attempt, ledger, find_post=lookup)
             self._turn = turn
             self._counts.turns += 1
+            now = trio.current_time()
+            self._m.turn_started(now)
             self._svc.changes.notify()
             logger.debug(
                 "room %s: turn for %s (attempt %d of %d)",
@@ -938,14 +836,12 @@ class Room:
                 attempt.number,
                 attempt.max_attempts,
             )
-            assert self._schedule is not None
-            self._last_active = trio.current_time()
-            self._schedule.note_work(self._last_active)
-            started = self._last_active
+            started = now
             try:
                 end, error = await self._execute(turn, ev, history)
             finally:
                 self._turn = None
+                self._m.turn_ended()
                 turn.done.set()
             duration = trio.current_time() - started
             self._svc.turn_durations.record(duration)
@@ -1037,6 +933,7 @@ class Room:
             synthetic=True,
         )
         self._turn = turn
+        self._m.turn_started(None)
         self._counts.turns += 1
         self._svc.changes.notify()
         try:
@@ -1048,9 +945,7 @@ class Room:
                     await self._invoke(turn, message, HistoryProvider())
                 except InputNotAccepted:
                     # Kept at the head: tried again at the next reconcile.
-                    self._resync_requested = False
-                    assert self._schedule is not None
-                    self._schedule.after(ReconcileOutcome.RETRY, trio.current_time())
+                    self._m.synthetic_refused(trio.current_time())
                     return
                 except Exception:
                     self._counts.failures += 1
@@ -1059,6 +954,7 @@ class Room:
                 return  # stopped: replayed after play
         finally:
             self._turn = None
+            self._m.turn_ended()
             turn.done.set()
         if self._synthetic and self._synthetic[0] is message:
             self._synthetic.popleft()
@@ -1124,4 +1020,4 @@ class Room:
             # read never leaves a room with no roster for good.
             logger.warning("room %s: could not load participants: %s", self.room_id, exc)
             return
-        self._roster_stale = False
+        self._m.roster_read(ok=True)
