@@ -24,8 +24,7 @@ from hypothesis.stateful import (
 )
 
 from band_trio.errors import AgentAlreadyRunningError, BandConfigError, LocalProtocolError
-from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.ledger import (
+from band_trio.runtime.claims.ledger import (
     KNOWN_REPLIES_PER_ROOM,
     Claim,
     ClaimsLedger,
@@ -33,6 +32,7 @@ from band_trio.runtime.ledger import (
     Refusal,
     RefusalReason,
 )
+from band_trio.runtime.config import AgentConfig
 
 R = "room-1"
 
@@ -522,7 +522,7 @@ def test_exclusive_lock_across_processes(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     code = (
         "import sys\n"
-        "from band_trio.runtime.ledger import ClaimsLedger\n"
+        "from band_trio.runtime.claims.ledger import ClaimsLedger\n"
         "from band_trio.errors import AgentAlreadyRunningError\n"
         "try:\n"
         "    ClaimsLedger.open(sys.argv[1], exclusive=True)\n"

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.ledger_journal import LedgerJournal
+from band_trio.runtime.claims.journal import ClaimsJournal
+from band_trio.runtime.claims.ledger import ClaimsLedger
 
 R = "room-1"
 
 
 def test_a_new_ledger_file_caps_its_wal_and_vacuums_incrementally(tmp_path: Path) -> None:
-    journal = LedgerJournal.open(tmp_path / "ledger.sqlite3")
+    journal = ClaimsJournal.open(tmp_path / "ledger.sqlite3")
     try:
         db = journal.connection
         assert db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.room_machine import DrainPlace, Pace, RoomMachine, Step
-from band_trio.runtime.schedule import ReconcileOutcome
+from band_trio.runtime.core.room_machine import DrainPlace, Pace, RoomMachine, Step
+from band_trio.runtime.core.schedule import ReconcileOutcome
 
 CONFIG = AgentConfig(idle_resync_interval=30.0, retry_delay=1.0, max_retry_delay=8.0)
 
@@ -106,8 +106,8 @@ class RoomLife(RuleBasedStateMachine):
     # ------------------------------------------------------------------ dispatcher and controls
 
     @rule(refresh=st.booleans())
-    def resync(self, refresh: bool) -> None:
-        self.m.resync(refresh_roster=refresh)
+    def reconcile_asked(self, refresh: bool) -> None:
+        self.m.reconcile_asked(refresh_roster=refresh)
         self.reconcile_wanted = True
         if refresh:
             assert self.m.roster_stale
@@ -117,7 +117,7 @@ class RoomLife(RuleBasedStateMachine):
     def reconnect(self) -> None:
         self.pacer.epoch += 1
         placed = self.pacer.placed
-        self.pacer.apply(self.m.bulk_resync(self.pacer.epoch, refresh_roster=True), self.m)
+        self.pacer.apply(self.m.bulk_reconcile_owed(self.pacer.epoch, refresh_roster=True), self.m)
         self.owed = self.pacer.epoch
         if not self.in_pass and not self.turn:
             # Asked at once (rooms asked in order of activity are served so).
@@ -193,7 +193,7 @@ class RoomLife(RuleBasedStateMachine):
             self.m.turn_ended()
             if refused:
                 self.m.synthetic_refused(self.tick(0.1))
-                # Kept at the head; a pending resync waits for the next reconcile.
+                # Kept at the head; a pending reconcile request waits for the next pass.
                 self.reconcile_wanted = False
             else:
                 self.synthetic = False
@@ -303,7 +303,7 @@ class RoomLife(RuleBasedStateMachine):
 
     @invariant()
     def requests_are_never_lost(self) -> None:
-        assert self.m.resync_requested == self.reconcile_wanted
+        assert self.m.reconcile_requested == self.reconcile_wanted
         owes = self.m.paced and self.m.owed_epoch > self.m.drained_epoch
         assert owes == (self.owed is not None)
 
@@ -348,7 +348,9 @@ def test_a_room_asks_the_pacer_once_for_one_owed_drain() -> None:
     m.start(CONFIG, random.Random(0), 0.0)
     assert m.next_step(synthetic_waiting=False) is Step.ASK_DRAIN  # the start-up drain
     assert m.ask_drain() == Pace.REQUEST_DRAIN
-    assert m.bulk_resync(1, refresh_roster=False) == Pace.NOTHING  # merged into the queued one
+    assert (
+        m.bulk_reconcile_owed(1, refresh_roster=False) == Pace.NOTHING
+    )  # merged into the queued one
     assert m.next_step(synthetic_waiting=False) is Step.WAIT
     assert m.drain_granted() == Pace.NOTHING
     assert m.next_step(synthetic_waiting=False) is Step.RECONCILE
@@ -360,10 +362,10 @@ def test_a_room_asks_the_pacer_once_for_one_owed_drain() -> None:
 def test_a_drain_whose_last_next_came_before_a_reconnect_leaves_it_owed() -> None:
     m = RoomMachine(paced=True)
     m.start(CONFIG, random.Random(0), 0.0)
-    m.resync()
+    m.reconcile_asked()
     m.reconcile_started(0)
     m.next_asked(0)
-    assert m.bulk_resync(1, refresh_roster=True) == Pace.NOTHING  # reconciling: asked after
+    assert m.bulk_reconcile_owed(1, refresh_roster=True) == Pace.NOTHING  # reconciling: asked after
     m.reconcile_finished(ReconcileOutcome.EMPTY, 1.0)
     assert m.next_step(synthetic_waiting=False) is Step.ASK_DRAIN
 

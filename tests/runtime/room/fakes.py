@@ -24,9 +24,9 @@ from band_trio.adapter import (
     TurnHooks,
 )
 from band_trio.errors import InternalServerError, RoomExecutionStoppedError
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import Room, RoomServices
 from band_trio.runtime.state_changes import StateChanges
 from band_trio.wire.models import ChatMessage, ChatParticipant, ChatRoom, CursorPage, MessageStatus

@@ -1,4 +1,4 @@
-"""The room's mailbox: a bounded inbox with one consumer, woken by items or by
+"""The room's inbox: bounded with one consumer, woken by items or by
 its time keeper."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import pytest
 import trio
 import trio.testing
 
-from band_trio.runtime.mailbox import TIMED_OUT, Mailbox
+from band_trio.runtime.room.inbox import TIMED_OUT, Inbox
 
 
 async def test_items_come_out_in_order() -> None:
-    box: Mailbox[int] = Mailbox(3)
+    box: Inbox[int] = Inbox(3)
     for i in range(3):
         box.put_nowait(i)
     assert box.depth == 3
@@ -19,8 +19,8 @@ async def test_items_come_out_in_order() -> None:
     assert box.depth == 0
 
 
-async def test_a_full_mailbox_refuses_without_blocking() -> None:
-    box: Mailbox[int] = Mailbox(2)
+async def test_a_full_inbox_refuses_without_blocking() -> None:
+    box: Inbox[int] = Inbox(2)
     box.put_nowait(1)
     box.put_nowait(2)
     with pytest.raises(trio.WouldBlock):
@@ -30,8 +30,8 @@ async def test_a_full_mailbox_refuses_without_blocking() -> None:
     assert [await box.get(), await box.get()] == [2, 3]
 
 
-async def test_a_closed_mailbox_refuses_items() -> None:
-    box: Mailbox[int] = Mailbox(2)
+async def test_a_closed_inbox_refuses_items() -> None:
+    box: Inbox[int] = Inbox(2)
     box.close()
     with pytest.raises(trio.ClosedResourceError):
         box.put_nowait(1)
@@ -40,7 +40,7 @@ async def test_a_closed_mailbox_refuses_items() -> None:
 async def test_a_parked_consumer_gets_the_item_put(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    box: Mailbox[str] = Mailbox(1)
+    box: Inbox[str] = Inbox(1)
     got: list[object] = []
 
     async def consume() -> None:
@@ -56,7 +56,7 @@ async def test_a_parked_consumer_gets_the_item_put(
 
 
 async def test_wake_ends_the_wait_with_timed_out(autojump_clock: trio.testing.MockClock) -> None:
-    box: Mailbox[str] = Mailbox(1)
+    box: Inbox[str] = Inbox(1)
     got: list[object] = []
 
     async def consume() -> None:
@@ -73,7 +73,7 @@ async def test_wake_ends_the_wait_with_timed_out(autojump_clock: trio.testing.Mo
 async def test_an_item_put_after_a_wake_is_taken_first(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    box: Mailbox[str] = Mailbox(1)
+    box: Inbox[str] = Inbox(1)
     got: list[object] = []
 
     async def consume() -> None:
@@ -89,7 +89,7 @@ async def test_an_item_put_after_a_wake_is_taken_first(
 
 
 async def test_a_cancelled_wait_takes_no_item(autojump_clock: trio.testing.MockClock) -> None:
-    box: Mailbox[str] = Mailbox(1)
+    box: Inbox[str] = Inbox(1)
     with trio.move_on_after(1):
         await box.get()
     assert not box.waiting
@@ -98,7 +98,7 @@ async def test_a_cancelled_wait_takes_no_item(autojump_clock: trio.testing.MockC
 
 
 async def test_only_one_consumer_may_wait(autojump_clock: trio.testing.MockClock) -> None:
-    box: Mailbox[str] = Mailbox(1)
+    box: Inbox[str] = Inbox(1)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(box.get)
         await trio.testing.wait_all_tasks_blocked()

@@ -1,15 +1,15 @@
-"""``Mailbox``: a room's bounded inbox with one consumer (Trio).
+"""``Inbox``: a room's bounded inbox with one consumer (Trio).
 
 A room's worker is the only task that reads its inbox, and the dispatcher
 only ever puts without blocking. A Trio memory channel would serve, but it
 carries what this does not need (several senders and receivers, blocking
 sends, clones) and costs about two kilobytes per room even while empty. An
-agent may hold ten thousand idle rooms, so the mailbox keeps only a capacity,
+agent may hold ten thousand idle rooms, so the inbox keeps only a capacity,
 a deque made when the first item arrives, and the parked worker (if any).
 
 The worker's wait can end at a deadline without a cancel scope of its own:
-whoever keeps the time (the agent-wide pacer) calls :meth:`Mailbox.wake`,
-and :meth:`Mailbox.get` returns :data:`TIMED_OUT`.
+whoever keeps the time (the agent-wide pacer) calls :meth:`Inbox.wake`,
+and :meth:`Inbox.get` returns :data:`TIMED_OUT`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from typing import Final, Generic, TypeVar
 
 import trio
 
-__all__ = ["TIMED_OUT", "Mailbox", "TimedOut"]
+__all__ = ["TIMED_OUT", "Inbox", "TimedOut"]
 
 T = TypeVar("T")
 
 
 class TimedOut:
-    """What :meth:`Mailbox.get` returns when :meth:`Mailbox.wake` ended the wait."""
+    """What :meth:`Inbox.get` returns when :meth:`Inbox.wake` ended the wait."""
 
     __slots__ = ()
 
@@ -36,7 +36,7 @@ class TimedOut:
 TIMED_OUT: Final = TimedOut()
 
 
-class Mailbox(Generic[T]):
+class Inbox(Generic[T]):
     """A bounded FIFO for one consumer task; putting never blocks.
 
     Args:

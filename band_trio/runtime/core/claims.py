@@ -37,7 +37,7 @@ A room the owner never served nor released is not counted.
 :class:`ClaimsState` does no I/O. Every durable change is also appended, as a
 :class:`JournalEntry`, to a list the owner takes with
 :meth:`ClaimsState.take_changes` and writes wherever it keeps them (the
-:class:`~band_trio.runtime.ledger.ClaimsLedger` writes them to SQLite). A
+:class:`~band_trio.runtime.claims.ledger.ClaimsLedger` writes them to SQLite). A
 state rebuilt from those entries with the ``restore_*`` methods answers every
 query as the original did. In-flight claims and ack failure counts are memory
 only: they do not survive a restart, on purpose.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 
-from band_trio.runtime.schedule import ReconcileOutcome
+from band_trio.runtime.core.schedule import ReconcileOutcome
 
 __all__ = ["DrainPass", "DrainStep", "MessageOutcome", "deferred_after"]
 

@@ -2,11 +2,11 @@
 
 The ledger composes two parts:
 
-* :class:`~band_trio.runtime.claims.ClaimsState`, the pure state per
+* :class:`~band_trio.runtime.core.claims.ClaimsState`, the pure state per
   ``(room_id, message_id)``: in-flight claims, attempt counts, states
   (``reply_sent``, ``ack_pending``, ``completed``, ``failed_final``), reply
   intents, known replies and their bounds; it does no I/O;
-* :class:`~band_trio.runtime.ledger_journal.LedgerJournal`, the SQLite
+* :class:`~band_trio.runtime.claims.journal.ClaimsJournal`, the SQLite
   journal every change of that state is written to before the call returns.
 
 Durability. With a file (the default for agents, see
@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Literal, Self
 import attrs
 
 from band_trio.errors import BandConfigError
-from band_trio.runtime.claims import (
+from band_trio.runtime.claims.journal import ClaimsJournal
+from band_trio.runtime.core.claims import (
     KNOWN_REPLIES_PER_ROOM,
     Attempt,
     Claim,
@@ -56,7 +57,6 @@ from band_trio.runtime.claims import (
     Refusal,
     RefusalReason,
 )
-from band_trio.runtime.ledger_journal import LedgerJournal
 
 if TYPE_CHECKING:
     from band_trio.runtime.config import AgentConfig
@@ -114,7 +114,7 @@ class ClaimsLedger:
 
     def __init__(
         self,
-        journal: LedgerJournal,
+        journal: ClaimsJournal,
         *,
         max_attempts: int = 3,
         completed_per_room: int = 500,
@@ -194,7 +194,7 @@ class ClaimsLedger:
             BandConfigError: the file cannot be opened or is not a ledger.
         """
         file = Path(path)
-        journal = LedgerJournal.open(file, synchronous=synchronous, exclusive=exclusive)
+        journal = ClaimsJournal.open(file, synchronous=synchronous, exclusive=exclusive)
         try:
             return cls(
                 journal,
@@ -221,7 +221,7 @@ class ClaimsLedger:
     ) -> ClaimsLedger:
         """A ledger that lives only as long as this object (nothing survives a restart)."""
         return cls(
-            LedgerJournal.in_memory(),
+            ClaimsJournal.in_memory(),
             max_attempts=max_attempts,
             completed_per_room=completed_per_room,
             failed_per_room=failed_per_room,

@@ -6,7 +6,7 @@ import enum
 
 from band_trio.adapter.capabilities import ToolEffect
 
-__all__ = ["TurnLedger", "TurnVerdict"]
+__all__ = ["TurnEffects", "TurnVerdict"]
 
 
 class TurnVerdict(enum.Enum):
@@ -16,7 +16,7 @@ class TurnVerdict(enum.Enum):
     MISSING_REPLY = "missing_reply"
 
 
-class TurnLedger:
+class TurnEffects:
     """Per-turn record of tool effects, used to judge a turn (sans-io).
 
     A turn is complete when any ACT, REPLY or DECLINE effect was recorded, when

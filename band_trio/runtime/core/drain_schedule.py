@@ -1,6 +1,6 @@
 """When a room drains its mailbox on its own (sans-io).
 
-The idle timer is :class:`~band_trio.runtime.schedule.ReconcileSchedule`
+The idle timer is :class:`~band_trio.runtime.core.schedule.ReconcileSchedule`
 (jittered first check, doubling while empty, a fixed interval while stopped).
 On top of it, a deferred message (refused claim, failed ack, non-final
 failure) is retried after a short backoff (``AgentConfig.retry_delay``,
@@ -14,13 +14,17 @@ import math
 import random
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.schedule import ReconcileOutcome, ReconcileSchedule
+from band_trio.runtime.core.schedule import ReconcileOutcome, ReconcileSchedule
 
 __all__ = ["DrainSchedule"]
 
 
-class DrainSchedule:
+class DrainSchedule(ReconcileSchedule):
     """The idle timer of a room plus the backoff of its deferred messages.
+
+    One object per room (an agent may hold ten thousand): the idle timer is
+    the :class:`~band_trio.runtime.core.schedule.ReconcileSchedule` this
+    extends, and :attr:`due` also counts the retry of a deferred message.
 
     Args:
         config: the runtime knobs (intervals and ``retry_delay``).
@@ -29,7 +33,7 @@ class DrainSchedule:
     """
 
     def __init__(self, config: AgentConfig, rng: random.Random, now: float) -> None:
-        self._idle = ReconcileSchedule(
+        super().__init__(
             base=config.idle_resync_interval,
             maximum=config.idle_resync_max_interval,
             stopped=config.stopped_resync_interval,
@@ -44,7 +48,7 @@ class DrainSchedule:
     @property
     def due(self) -> float:
         """The time of the next drain the room starts on its own."""
-        return min(self._idle.due, self._retry_at)
+        return min(self._due, self._retry_at)
 
     @property
     def retry_due(self) -> float:
@@ -58,7 +62,7 @@ class DrainSchedule:
 
     def after(self, result: ReconcileOutcome, now: float) -> None:
         """A drain ended with ``result`` (``RETRY`` also for a deferred message)."""
-        self._idle.completed(result, now)
+        self.completed(result, now)
         if result is ReconcileOutcome.RETRY:
             self._retry_at = now + self._retry_delay
             self._retry_delay = min(self._retry_delay * 2, self._max_retry)
@@ -66,12 +70,8 @@ class DrainSchedule:
             self._retry_at = math.inf
             self._retry_delay = self._first_retry
 
-    def note_work(self, now: float) -> None:
-        """A turn started: the idle interval starts over."""
-        self._idle.note_work(now)
-
     def set_stopped(self, stopped: bool, now: float) -> None:
         """The room was stopped or resumed: the retry backoff starts over."""
-        self._idle.set_stopped(stopped, now)
+        super().set_stopped(stopped, now)
         self._retry_at = math.inf
         self._retry_delay = self._first_retry

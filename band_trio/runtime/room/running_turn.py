@@ -14,9 +14,9 @@ import trio
 
 from band_trio._logging import get_logger
 from band_trio.adapter.capabilities import ToolEffect
-from band_trio.runtime.ledger import Attempt, ClaimsLedger
-from band_trio.runtime.settlement import Abort
-from band_trio.runtime.turn_ledger import TurnLedger
+from band_trio.runtime.claims.ledger import Attempt, ClaimsLedger
+from band_trio.runtime.core.settlement import Abort
+from band_trio.runtime.core.turn_effects import TurnEffects
 
 __all__ = ["PostLookup", "RunningTurn"]
 
@@ -60,7 +60,7 @@ class RunningTurn:
         self.attempt = attempt
         self.scope: trio.CancelScope | None = None
         self.aborted: Abort | None = None
-        self.ledger = TurnLedger()
+        self.effects = TurnEffects()
         self.working_reported = False
         self.ended = trio.Event()  # the handler returned, raised or was cancelled
         self.done = trio.Event()  # the turn is over (settlement may follow)
@@ -104,7 +104,7 @@ class RunningTurn:
         return await self._find_post(digest, message_type, exclude)
 
     def failure_reported(self) -> None:
-        self.ledger.note_reported()
+        self.effects.note_reported()
 
     def execution_stopped(self) -> None:
         logger.info(
@@ -115,7 +115,7 @@ class RunningTurn:
         self.abort(Abort.PLATFORM_STOP)
 
     def record_effect(self, effect: ToolEffect) -> None:
-        self.ledger.record_effect(effect)
+        self.effects.record_effect(effect)
 
     def abort(self, kind: Abort) -> None:
         """Cancel the turn for ``kind`` (the first reason given is kept)."""

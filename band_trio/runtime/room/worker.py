@@ -6,41 +6,41 @@ thing at a time, which is what makes a room's turns serial *by construction*
 (no locks, no race between the live path and the backlog path):
 
 * **intake** reads the room's bounded inbox (a
-  :class:`~band_trio.runtime.mailbox.Mailbox`), filled by the dispatcher
+  :class:`~band_trio.runtime.room.inbox.Inbox`), filled by the dispatcher
   without blocking: participant events update the roster, a ``message_created``
   push runs a turn for that message (the WebSocket is the doorbell);
 * **turns** run one message at a time, each inside its own cancel scope (an
   interrupt, stop, platform stop or timeout cancels exactly that scope);
 * **reconciliation** drains ``GET /messages/next`` (the mailbox) at start, when
-  the inbox overflowed, when a resync was requested (reconnect, play), after a
+  the inbox overflowed, when a reconcile was requested (reconnect, play), after a
   deferred outcome, and on a timer with backoff. When ``/next`` is stuck on a
   message this process will never run again (failed for good), the drain pages
   ``GET /messages`` to step past it, so one poison message never wedges a room.
-  Under an engine (a :class:`~band_trio.runtime.pacer.RoomPacer`), the
+  Under an engine (a :class:`~band_trio.runtime.room.pacer.RoomPacer`), the
   start-up and reconnect drains wait for a place among the agent's bulk
   drains, and the timer's checks for the agent-wide idle budget; the pacer
   also keeps the room's time (an idle room waits on its inbox alone, with
   no cancel scope or deadline of its own).
 
 The room's flags and the order of its worker's steps are its
-:class:`~band_trio.runtime.room_machine.RoomMachine` (sans-io): the worker
+:class:`~band_trio.runtime.core.room_machine.RoomMachine` (sans-io): the worker
 tells it what happened and does what it answers, and every pacer call it asks
 for is made in one place (``Room._pace``). The other decisions are made by
 sans-io cores and only executed here or in the message path
-(:class:`~band_trio.runtime.room_turns.RoomTurns`): whether a message runs
-(:mod:`~band_trio.runtime.admission`), what a turn's end means for its
-message (:mod:`~band_trio.runtime.settlement`), what a reconcile pass
-concludes (:mod:`~band_trio.runtime.drain`) and when the next one is due
-(:mod:`~band_trio.runtime.drain_schedule`).
+(:class:`~band_trio.runtime.room.turn_shell.RoomTurns`): whether a message runs
+(:mod:`~band_trio.runtime.core.admission`), what a turn's end means for its
+message (:mod:`~band_trio.runtime.core.settlement`), what a reconcile pass
+concludes (:mod:`~band_trio.runtime.core.drain`) and when the next one is due
+(:mod:`~band_trio.runtime.core.drain_schedule`).
 
 Memory bound: the inbox holds at most ``AgentConfig.inbox_size`` events. When it
 is full the dispatcher does not block and does not drop silently: the room is
-marked "needs resync", the overflow is counted in :meth:`Room.statistics`, and
+marked "needs reconcile", the overflow is counted in :meth:`Room.statistics`, and
 the next reconcile recovers the messages from ``/next`` (and the participant
 list is read again before the next turn, since participant events may have
 been lost too).
 
-Exactly-once effect comes from the :class:`~band_trio.runtime.ledger.ClaimsLedger`:
+Exactly-once effect comes from the :class:`~band_trio.runtime.claims.ledger.ClaimsLedger`:
 a message never runs twice at once, never runs again once completed, a reply
 accepted by the platform is journaled at once (so a crash before the
 ``processed`` mark only acks after a restart), and a message that keeps failing
@@ -60,19 +60,19 @@ from band_trio._logging import get_logger, log_context
 from band_trio.adapter.failures import ERROR_EVENT_TEXT, MISSING_REPLY_TEXT
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.errors import BandError
-from band_trio.runtime import admission
-from band_trio.runtime.drain import DrainPass, DrainStep, MessageOutcome
-from band_trio.runtime.mailbox import Mailbox, TimedOut
-from band_trio.runtime.room_machine import Pace, Step
-from band_trio.runtime.room_services import (
+from band_trio.runtime.core import admission
+from band_trio.runtime.core.drain import DrainPass, DrainStep, MessageOutcome
+from band_trio.runtime.core.room_machine import Pace, Step
+from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core.settlement import Abort
+from band_trio.runtime.room.inbox import Inbox, TimedOut
+from band_trio.runtime.room.services import (
     ParticipantCallback,
     RoomServices,
     RoomStatistics,
     ToolsFactory,
 )
-from band_trio.runtime.room_turns import RoomTurns
-from band_trio.runtime.schedule import ReconcileOutcome
-from band_trio.runtime.settlement import Abort
+from band_trio.runtime.room.turn_shell import RoomTurns
 from band_trio.wire.events import MessageCreated, ParticipantAdded, ParticipantRemoved
 from band_trio.wire.models import ChatMessage, ChatParticipant
 
@@ -117,9 +117,9 @@ class Room(RoomTurns):
     """One room the agent serves.
 
     The dispatcher talks to it only through non-blocking methods
-    (:meth:`deliver`, :meth:`request_resync`, :meth:`interrupt`, :meth:`stop`,
+    (:meth:`deliver`, :meth:`request_reconcile`, :meth:`interrupt`, :meth:`stop`,
     :meth:`play`, :meth:`fence`); :meth:`serve` is its worker. One message's
-    way (admission, turn, settlement) is :class:`~band_trio.runtime.room_turns.RoomTurns`.
+    way (admission, turn, settlement) is :class:`~band_trio.runtime.room.turn_shell.RoomTurns`.
 
     Args:
         room_id: the room.
@@ -132,7 +132,7 @@ class Room(RoomTurns):
     def __init__(self, room_id: str, services: RoomServices) -> None:
         super().__init__(room_id, services)
         self._capacity = services.config.inbox_size
-        self._inbox: Mailbox[InboxItem] = Mailbox(self._capacity)
+        self._inbox: Inbox[InboxItem] = Inbox(self._capacity)
         self._pacer = services.pacer
         self._kick_pending = False
         self._parked = False
@@ -148,7 +148,7 @@ class Room(RoomTurns):
 
         Returns:
             False when the inbox was full: the event was not queued, the room
-            is marked for resync (and roster refresh) and the overflow counted.
+            is marked for a reconcile (and roster refresh) and the overflow counted.
         """
         if isinstance(item, MessageCreated):
             self._m.message_arrived(trio.current_time())
@@ -168,25 +168,25 @@ class Room(RoomTurns):
             return False
         return True
 
-    def request_resync(self, *, refresh_roster: bool = False) -> None:
+    def request_reconcile(self, *, refresh_roster: bool = False) -> None:
         """Ask for a ``/next`` drain soon (coalesced: many requests, one drain)."""
-        self._m.resync(refresh_roster=refresh_roster)
+        self._m.reconcile_asked(refresh_roster=refresh_roster)
         self._kick()
 
-    def request_bulk_resync(self, *, refresh_roster: bool = True) -> None:
+    def request_bulk_reconcile(self, *, refresh_roster: bool = True) -> None:
         """Owe one ``/next`` drain that starts after now (start-up, reconnect).
 
         With a pacer the drain waits for a place among the agent's bulk drains
         (the most recently active rooms first); requests made before that
         drain starts, or while a drain that will still call ``/next`` after
         now runs, are merged into it. Without a pacer this is
-        :meth:`request_resync`. The roster is refreshed from the next room
+        :meth:`request_reconcile`. The roster is refreshed from the next room
         listing offered (:meth:`offer_roster`), or else read before the next turn.
         """
         if self._pacer is None:
-            self.request_resync(refresh_roster=refresh_roster)
+            self.request_reconcile(refresh_roster=refresh_roster)
             return
-        self._pace(self._m.bulk_resync(self._pacer.epoch, refresh_roster=refresh_roster))
+        self._pace(self._m.bulk_reconcile_owed(self._pacer.epoch, refresh_roster=refresh_roster))
         self._kick()
 
     def _pace(self, pace: int) -> None:

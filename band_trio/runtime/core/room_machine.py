@@ -3,7 +3,7 @@
 A :class:`~band_trio.runtime.room.Room` is a Trio shell: it owns the inbox,
 the REST calls and the turns' cancel scopes, and it tells a
 :class:`RoomMachine` what happened. The machine keeps the room's flags (a
-resync asked for, a bulk drain owed and its place in the agent's queue, an
+reconcile asked for, a bulk reconcile owed and its place in the agent's queue, an
 idle reconcile waited for, a deferred message, stopped, fenced, a turn
 running, the time the room asked to be woken at) and answers with what to do
 next:
@@ -26,8 +26,8 @@ timer fired (:meth:`~RoomMachine.timer_fired`, :meth:`~RoomMachine.wake_fired`),
 the pacer's grants (:meth:`~RoomMachine.drain_granted`,
 :meth:`~RoomMachine.idle_granted`) and the control signals
 (:meth:`~RoomMachine.stop`, :meth:`~RoomMachine.play`,
-:meth:`~RoomMachine.fence`, :meth:`~RoomMachine.resync`,
-:meth:`~RoomMachine.bulk_resync`). The caller passes the time and the
+:meth:`~RoomMachine.fence`, :meth:`~RoomMachine.reconcile_asked`,
+:meth:`~RoomMachine.bulk_reconcile_owed`). The caller passes the time and the
 pacer's reconnect epoch; nothing here reads a clock or does I/O.
 """
 
@@ -39,9 +39,9 @@ import random
 from typing import Final
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.drain import deferred_after
-from band_trio.runtime.drain_schedule import DrainSchedule
-from band_trio.runtime.schedule import ReconcileOutcome
+from band_trio.runtime.core.drain import deferred_after
+from band_trio.runtime.core.drain_schedule import DrainSchedule
+from band_trio.runtime.core.schedule import ReconcileOutcome
 
 __all__ = ["DrainPlace", "Pace", "RoomMachine", "Step"]
 
@@ -107,8 +107,8 @@ class RoomMachine:
         "next_epoch",
         "owed_epoch",
         "paced",
+        "reconcile_requested",
         "reconciling",
-        "resync_requested",
         "roster_stale",
         "schedule",
         "stopped",
@@ -120,7 +120,7 @@ class RoomMachine:
         self.paced = paced
         # With a pacer the start-up drain is a bulk drain (bounded, ordered);
         # without one the room drains at once, on its own.
-        self.resync_requested = not paced
+        self.reconcile_requested = not paced
         self.owed_epoch = 0 if paced else -1
         self.drained_epoch = -1
         self.next_epoch = -1
@@ -153,7 +153,7 @@ class RoomMachine:
             return Step.PARK
         if synthetic_waiting and not self.stopped:
             return Step.SYNTHETIC
-        if self.resync_requested:
+        if self.reconcile_requested:
             return Step.RECONCILE
         if (
             self.paced
@@ -197,12 +197,12 @@ class RoomMachine:
             # The periodic reconcile: ask the agent-wide budget.
             self.idle_waiting = True
             return Pace.WANT_IDLE
-        self.resync_requested = True
+        self.reconcile_requested = True
         return Pace.NOTHING
 
     def worker_failed(self) -> None:
         """The worker caught a bug: it restarts with a reconcile."""
-        self.resync_requested = True
+        self.reconcile_requested = True
 
     def stopped_serving(self) -> int:
         """The worker ended (room removed, agent shutting down)."""
@@ -220,8 +220,8 @@ class RoomMachine:
         self.last_active = now
 
     def overflowed(self) -> None:
-        """The inbox was full: what was lost is recovered by a resync."""
-        self.resync_requested = True
+        """The inbox was full: what was lost is recovered by a reconcile."""
+        self.reconcile_requested = True
         self.roster_stale = True
 
     def runs_pushed_message(self) -> bool:
@@ -237,7 +237,7 @@ class RoomMachine:
 
     def synthetic_refused(self, now: float) -> None:
         """The adapter refused the synthetic turn: tried again at the next reconcile."""
-        self.resync_requested = False
+        self.reconcile_requested = False
         self._schedule().after(ReconcileOutcome.RETRY, now)
 
     # ------------------------------------------------------------------ the roster
@@ -253,13 +253,13 @@ class RoomMachine:
 
     # ------------------------------------------------------------------ control signals
 
-    def resync(self, *, refresh_roster: bool = False) -> None:
+    def reconcile_asked(self, *, refresh_roster: bool = False) -> None:
         """A ``/next`` drain is asked for soon (many requests, one drain)."""
-        self.resync_requested = True
+        self.reconcile_requested = True
         if refresh_roster:
             self.roster_stale = True
 
-    def bulk_resync(self, epoch: int, *, refresh_roster: bool) -> int:
+    def bulk_reconcile_owed(self, epoch: int, *, refresh_roster: bool) -> int:
         """One drain that starts after now is owed (start-up, reconnect).
 
         Call only when :attr:`paced`; ``epoch`` is the pacer's epoch now.
@@ -286,13 +286,13 @@ class RoomMachine:
             self.drain_place = DrainPlace.NONE
             return Pace.END_DRAIN
         self.drain_place = DrainPlace.HELD
-        self.resync_requested = True
+        self.reconcile_requested = True
         return Pace.NOTHING
 
     def idle_granted(self) -> None:
         """The pacer gave this room its idle reconcile."""
         self.idle_waiting = False
-        self.resync_requested = True
+        self.reconcile_requested = True
 
     def stop(self, now: float) -> None:
         """A ``stop`` control: claim nothing new until :meth:`play`."""
@@ -306,7 +306,7 @@ class RoomMachine:
         self.deferred = False
         if self.schedule is not None:
             self.schedule.set_stopped(False, now)
-        self.resync()
+        self.reconcile_asked()
 
     def fence(self) -> None:
         """Shutdown: start no new turn."""
@@ -335,7 +335,7 @@ class RoomMachine:
 
     def reconcile_started(self, epoch: int) -> int:
         """A reconcile pass starts (``epoch``: the pacer's epoch now, else 0)."""
-        self.resync_requested = False
+        self.reconcile_requested = False
         pace = Pace.NOTHING
         if self.paced:
             # Whatever asked for this pass, it also serves as the idle

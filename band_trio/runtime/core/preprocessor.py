@@ -16,14 +16,14 @@ from band_trio._logging import get_logger
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.adapter.roster import rewrite_mention_tokens
 from band_trio.adapter.turns import AgentInput, TurnContext
-from band_trio.runtime.history import clean_metadata, parse_timestamp
+from band_trio.runtime.core.history import clean_metadata, parse_timestamp
 from band_trio.wire import unstructure
 from band_trio.wire.events import MessageCreated, MessageUpdated
 from band_trio.wire.models import ChatMessage
 
 __all__ = ["DefaultPreprocessor", "is_own_message", "platform_message"]
 
-logger = get_logger(__name__)
+logger = get_logger("band_trio.runtime.preprocessor")
 
 
 def is_own_message(sender_type: str, sender_id: str, *, agent_id: str) -> bool:

@@ -113,13 +113,13 @@ class ReconcileSchedule:
 
     def is_due(self, now: float) -> bool:
         """True when a reconcile should run now."""
-        return self._requested or now >= self._due
+        return self._requested or now >= self.due
 
     def time_until_due(self, now: float) -> float:
         """Seconds to wait before the next check (0 when due)."""
         if self._requested:
             return 0.0
-        return max(0.0, self._due - now)
+        return max(0.0, self.due - now)
 
     def request(self, now: float) -> bool:
         """Ask for a check as soon as possible.

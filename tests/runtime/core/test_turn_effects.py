@@ -1,4 +1,4 @@
-"""TurnLedger: what a turn did through its tools, and the verdict the runtime
+"""TurnEffects: what a turn did through its tools, and the verdict the runtime
 draws from it.
 
 Reference: docs/reference/tools-and-adapters.rst.
@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from band_trio.adapter import ToolEffect
-from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
+from band_trio.runtime.core.turn_effects import TurnEffects, TurnVerdict
 
 
 def test_turn_ledger_verdicts() -> None:
-    ledger = TurnLedger()
+    ledger = TurnEffects()
     assert ledger.verdict is TurnVerdict.MISSING_REPLY
     ledger.record_effect(ToolEffect.OBSERVE)
     # Observing only is still a missing reply (tools and adapters, "Testable statements" 38).
@@ -28,7 +28,7 @@ def test_turn_ledger_verdicts() -> None:
 
 @pytest.mark.parametrize("how", ["settle", "reported", "decline"])
 def test_turn_ledger_other_ways_to_complete(how: str) -> None:
-    ledger = TurnLedger()
+    ledger = TurnEffects()
     if how == "settle":
         ledger.settle()
     elif how == "reported":

@@ -27,9 +27,9 @@ from typing import IO, Final, Literal
 
 from band_trio._logging import get_logger
 from band_trio.errors import AgentAlreadyRunningError, BandConfigError, LocalProtocolError
-from band_trio.runtime.claims import Change, ClaimsState, JournalEntry
+from band_trio.runtime.core.claims import Change, ClaimsState, JournalEntry
 
-__all__ = ["LedgerJournal"]
+__all__ = ["ClaimsJournal"]
 
 logger = get_logger("band_trio.runtime.ledger")
 
@@ -67,9 +67,9 @@ _WAL_CHECKPOINT_PAGES: Final = 256
 _WAL_SIZE_LIMIT: Final = 1024 * 1024
 """Bytes the WAL file is cut back to after a checkpoint."""
 _COMPACT_EVERY: Final = 1000
-"""Transactions between two checks of the free pages (see :meth:`LedgerJournal.compact`)."""
+"""Transactions between two checks of the free pages (see :meth:`ClaimsJournal.compact`)."""
 _COMPACT_FREE_PAGES: Final = 64
-"""Free pages that make :meth:`LedgerJournal.compact` give space back."""
+"""Free pages that make :meth:`ClaimsJournal.compact` give space back."""
 
 _PROGRESS_TABLES: Final = ("attempts", "acks", "replies", "intents")
 """What a message that completed or failed for good no longer needs."""
@@ -111,11 +111,11 @@ def _acquire_lock(file: Path) -> IO[bytes]:
     return handle
 
 
-class LedgerJournal:
+class ClaimsJournal:
     """Where the claims state is kept: a SQLite database (a file, or memory).
 
     Build it with :meth:`open` or :meth:`in_memory`; :meth:`load` fills a
-    fresh :class:`~band_trio.runtime.claims.ClaimsState` from it, and
+    fresh :class:`~band_trio.runtime.core.claims.ClaimsState` from it, and
     :meth:`write` records the state's changes, one transaction per call.
     Not thread-safe: use it from one thread.
 
@@ -152,7 +152,7 @@ class LedgerJournal:
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         exclusive: bool = False,
-    ) -> LedgerJournal:
+    ) -> ClaimsJournal:
         """Open (or create) the journal file; its parent is created (mode 0700).
 
         Args:
@@ -198,7 +198,7 @@ class LedgerJournal:
             raise
 
     @classmethod
-    def in_memory(cls) -> LedgerJournal:
+    def in_memory(cls) -> ClaimsJournal:
         """A journal that lives only as long as this object."""
         db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         return cls(db, durable=False)
@@ -220,7 +220,7 @@ class LedgerJournal:
         Rows the state's bounds evict (the bounds were lowered since they were
         written) are deleted from the file. Every loaded room counts as
         released until the owner serves it again (see
-        :meth:`~band_trio.runtime.claims.ClaimsState.release_loaded_rooms`).
+        :meth:`~band_trio.runtime.core.claims.ClaimsState.release_loaded_rooms`).
 
         Raises:
             sqlite3.Error: the file cannot be read.

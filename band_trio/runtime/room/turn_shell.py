@@ -2,14 +2,14 @@
 
 :class:`RoomTurns` is the half of a :class:`~band_trio.runtime.room.Room`
 that handles one message at a time: whether it runs
-(:mod:`~band_trio.runtime.admission`: before the claim, after a refused
+(:mod:`~band_trio.runtime.core.admission`: before the claim, after a refused
 claim, after the claim, after a reply lookup, before the run), the roster and
 history a turn starts from, the turn itself in its own cancel scope, and what
-its end means (:mod:`~band_trio.runtime.settlement`, carried out by a
-:class:`~band_trio.runtime.settler.Settler`). Synthetic messages (the contacts
+its end means (:mod:`~band_trio.runtime.core.settlement`, carried out by a
+:class:`~band_trio.runtime.room.settler.Settler`). Synthetic messages (the contacts
 hub) run here too, with no claim and no marks.
 
-The room's flags are its :class:`~band_trio.runtime.room_machine.RoomMachine`;
+The room's flags are its :class:`~band_trio.runtime.core.room_machine.RoomMachine`;
 this shell reads them (stopped, fenced, the roster owed) and tells it when a
 turn starts and ends. The worker, the inbox and the reconcile passes are the
 :class:`~band_trio.runtime.room.Room` built on this class.
@@ -38,21 +38,21 @@ from band_trio.errors import (
     InvalidEventError,
     RoomExecutionStoppedError,
 )
-from band_trio.runtime import admission, settlement
-from band_trio.runtime.activity import ActivityReporter
-from band_trio.runtime.admission import Admission, ReplyCheck
-from band_trio.runtime.drain import MessageOutcome
-from band_trio.runtime.hydration import load_history
-from band_trio.runtime.ledger import Attempt, Claim, Refusal
-from band_trio.runtime.reply_recovery import ReplyRecovery, post_lookup
-from band_trio.runtime.rest_messages import event_from_rest
-from band_trio.runtime.room_machine import RoomMachine
-from band_trio.runtime.room_rest import RoomRest
-from band_trio.runtime.room_services import RoomCounters, RoomServices
-from band_trio.runtime.running_turn import RunningTurn
-from band_trio.runtime.settlement import Abort, ErrorNotice, TurnEnd
-from band_trio.runtime.settler import Settler
-from band_trio.runtime.turn_ledger import TurnVerdict
+from band_trio.runtime.claims.ledger import Attempt, Claim, Refusal
+from band_trio.runtime.core import admission, settlement
+from band_trio.runtime.core.admission import Admission, ReplyCheck
+from band_trio.runtime.core.drain import MessageOutcome
+from band_trio.runtime.core.rest_messages import event_from_rest
+from band_trio.runtime.core.room_machine import RoomMachine
+from band_trio.runtime.core.settlement import Abort, ErrorNotice, TurnEnd
+from band_trio.runtime.core.turn_effects import TurnVerdict
+from band_trio.runtime.room.activity import ActivityReporter
+from band_trio.runtime.room.hydration import load_history
+from band_trio.runtime.room.reply_recovery import ReplyRecovery, post_lookup
+from band_trio.runtime.room.rest import RoomRest
+from band_trio.runtime.room.running_turn import RunningTurn
+from band_trio.runtime.room.services import RoomCounters, RoomServices
+from band_trio.runtime.room.settler import Settler
 from band_trio.wire.events import MessageCreated
 from band_trio.wire.models import ChatMessage, ChatParticipant
 
@@ -343,7 +343,7 @@ class RoomTurns:
                 end,
                 attempt=attempt,
                 error=error,
-                failure_reported=turn.ledger.reported,
+                failure_reported=turn.effects.reported,
                 duration=duration,
             )
         finally:
@@ -397,7 +397,7 @@ class RoomTurns:
             dropped=dropped,
             missing_reply=isinstance(self._svc.adapter, TurnJudging)
             and self._svc.adapter.judges_turns
-            and turn.ledger.verdict is TurnVerdict.MISSING_REPLY,
+            and turn.effects.verdict is TurnVerdict.MISSING_REPLY,
         )
         return end, (error if end is TurnEnd.ERROR else None)
 
