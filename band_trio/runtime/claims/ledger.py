@@ -1,6 +1,6 @@
 """The claims ledger: at-least-once delivery in, exactly-once effect out.
 
-The ledger composes two parts:
+The ledger is two parts in one object:
 
 * :class:`~band_trio.runtime.core.claims.ClaimsState`, the pure state per
   ``(room_id, message_id)``: in-flight claims, attempt counts, states
@@ -8,6 +8,10 @@ The ledger composes two parts:
   intents, known replies and their bounds; it does no I/O;
 * :class:`~band_trio.runtime.claims.journal.ClaimsJournal`, the SQLite
   journal every change of that state is written to before the call returns.
+
+:class:`ClaimsLedger` *is* the claims state (its queries are the state's
+own) and journals the changes of every call that makes any, once, when the
+outermost call returns.
 
 Durability. With a file (the default for agents, see
 :meth:`~band_trio.runtime.config.AgentConfig.ledger_path`) a process killed at
@@ -38,11 +42,13 @@ messages matters more than durability.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Literal, ParamSpec, Self, TypeVar, cast
 
 import attrs
 
@@ -73,6 +79,30 @@ __all__ = [
 ]
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _journaled(method: Callable[P, R]) -> Callable[P, R]:
+    """``method`` of the claims state, its changes journaled once the
+    outermost journaled call returns (a call that raises journals nothing:
+    its changes go with the next call's)."""
+
+    @functools.wraps(method)
+    def journaled(*args: P.args, **kwargs: P.kwargs) -> R:
+        ledger = cast("ClaimsLedger", args[0])
+        ledger._depth += 1
+        try:
+            result = method(*args, **kwargs)
+        finally:
+            ledger._depth -= 1
+        if not ledger._depth:
+            ledger._flush()
+        return result
+
+    return journaled
+
+
 @attrs.frozen
 class LedgerStatistics:
     """A snapshot of the ledger's size and health."""
@@ -93,7 +123,7 @@ class LedgerStatistics:
     """Ids those released rooms hold, within ``released_entries`` unless they owe work."""
 
 
-class ClaimsLedger:
+class ClaimsLedger(ClaimsState):
     """Claims, attempts and outcomes of messages, per room; optionally durable.
 
     Build it with :meth:`open` (a SQLite file), :meth:`in_memory`, or
@@ -121,34 +151,15 @@ class ClaimsLedger:
         failed_per_room: int = 10_000,
         released_entries: int = 10_000,
     ) -> None:
-        self._state = ClaimsState(
+        super().__init__(
             max_attempts=max_attempts,
             completed_per_room=completed_per_room,
             failed_per_room=failed_per_room,
             released_entries=released_entries,
         )
         self._journal = journal
-        journal.load(self._state)
-
-    @property
-    def max_attempts(self) -> int:
-        """Attempts per message before it is failed for good."""
-        return self._state.max_attempts
-
-    @property
-    def completed_per_room(self) -> int:
-        """Bound of the completed LRU per room."""
-        return self._state.completed_per_room
-
-    @property
-    def failed_per_room(self) -> int:
-        """Bound of the failed ids per room."""
-        return self._state.failed_per_room
-
-    @property
-    def released_entries(self) -> int:
-        """Bound of the ids kept for all released rooms together."""
-        return self._state.released_entries
+        self._depth = 0
+        journal.load(self)
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -157,7 +168,7 @@ class ClaimsLedger:
 
     def _flush(self) -> None:
         """Write the state's changes of this call (one transaction)."""
-        self._journal.write(self._state.take_changes())
+        self._journal.write(self.take_changes())
 
     # ----------------------------------------------------------------- construction
 
@@ -275,196 +286,31 @@ class ClaimsLedger:
         """True when states survive a restart (a file-backed ledger)."""
         return self._journal.durable
 
-    # ----------------------------------------------------------------- claims
+    # ----------------------------------------------------------------- journaled calls
 
-    def try_claim(self, room_id: str, message_id: str) -> Claim | Refusal:
-        """Claim a message for one run, or say why it must not run.
-
-        Refuses when the message is in flight elsewhere, completed, failed for
-        good, or completed/replied but not acked (``ACK_PENDING``: the caller
-        must only retry the ``processed`` write).
-        """
-        claim = self._state.try_claim(room_id, message_id)
-        self._flush()
-        return claim
-
-    def holds(self, claim: Claim) -> bool:
-        """True while ``claim`` is the live claim of its message."""
-        return self._state.holds(claim)
-
-    def is_in_flight(self, room_id: str, message_id: str) -> bool:
-        """True while some path holds a claim on the message."""
-        return self._state.is_in_flight(room_id, message_id)
-
-    def release(self, claim: Claim) -> bool:
-        """Give a claim back (idempotent). Returns True if it was still held."""
-        return self._state.release(claim)
-
-    # ----------------------------------------------------------------- attempts
-
-    def record_attempt(self, claim: Claim) -> Attempt:
-        """Count one more run of the claimed message (durably).
-
-        Check :attr:`Attempt.exceeded` before running it.
-
-        Raises:
-            LocalProtocolError: ``claim`` is not held.
-        """
-        attempt = self._state.record_attempt(claim)
-        self._flush()
-        return attempt
-
-    def discard_attempt(self, claim: Claim) -> int:
-        """Take the last attempt back (an interrupt, a stop, a refused claim,
-        an input the adapter did not accept). Returns the attempts left counted.
-
-        Raises:
-            LocalProtocolError: ``claim`` is not held.
-        """
-        count = self._state.discard_attempt(claim)
-        self._flush()
-        return count
-
-    def attempts(self, room_id: str, message_id: str) -> int:
-        """Attempts recorded for a message that is not completed or failed yet."""
-        return self._state.attempts(room_id, message_id)
-
-    # ----------------------------------------------------------------- outcomes
-
-    def reply_sent(self, room_id: str, message_id: str, reply_id: str) -> None:
-        """Journal that the platform accepted ``reply_id`` answering the message.
-
-        Written at once, so after a crash the message is only acked, never re-run.
-        """
-        self._state.reply_sent(room_id, message_id, reply_id)
-        self._flush()
-
-    def remember_reply(self, room_id: str, reply_id: str) -> None:
-        """Note an own post whose outcome is known but answers no message (a
-        synthetic turn's): it is accounted for, like every journaled reply."""
-        self._state.remember_reply(room_id, reply_id)
-        self._flush()
-
-    def known_replies(self, room_id: str) -> frozenset[str]:
-        """Own posts in the room whose outcome is known (the newest
-        ``KNOWN_REPLIES_PER_ROOM``, kept across restarts): never to be taken
-        for a reply whose post had no known outcome."""
-        return self._state.known_replies(room_id)
-
-    def replies(self, room_id: str, message_id: str) -> tuple[str, ...]:
-        """Reply ids journaled for a message not yet completed."""
-        return self._state.replies(room_id, message_id)
-
-    def reply_intent(self, room_id: str, message_id: str, digest: str) -> None:
-        """Journal that a reply with ``digest`` is about to be posted.
-
-        Written before the post; :meth:`drop_reply_intent` once the platform
-        accepted or refused it. One that is never dropped marks a post whose
-        outcome is unknown: the room then looks for that reply on the
-        platform before it runs the message again.
-        """
-        self._state.reply_intent(room_id, message_id, digest)
-        self._flush()
-
-    def drop_reply_intent(self, room_id: str, message_id: str, digest: str) -> None:
-        """The post with ``digest`` has a known outcome (accepted or refused)."""
-        self._state.drop_reply_intent(room_id, message_id, digest)
-        self._flush()
-
-    def reply_intents(self, room_id: str, message_id: str) -> tuple[str, ...]:
-        """Digests of replies to the message whose post had no known outcome."""
-        return self._state.reply_intents(room_id, message_id)
-
-    def clear_reply_intents(self, room_id: str, message_id: str) -> None:
-        """Forget every open intent of the message (they were looked up)."""
-        self._state.clear_reply_intents(room_id, message_id)
-        self._flush()
-
-    def mark_ack_pending(self, room_id: str, message_id: str) -> None:
-        """The turn completed: only the ``processed`` write is owed from now on.
-
-        Record this *before* sending the write, with no await in between.
-        """
-        self._state.mark_ack_pending(room_id, message_id)
-        self._flush()
-
-    def note_ack_failure(self, room_id: str, message_id: str) -> int:
-        """Count one failed ``processed`` write (memory only). Returns the count.
-
-        The caller gives up (and calls :meth:`mark_completed`) once this reaches
-        its budget.
-        """
-        return self._state.note_ack_failure(room_id, message_id)
-
-    def mark_completed(self, room_id: str, message_id: str) -> None:
-        """The message is done: acked, or the ack was given up on."""
-        self._state.mark_completed(room_id, message_id)
-        self._flush()
-
-    def mark_failed_final(self, room_id: str, message_id: str) -> None:
-        """The message failed for the last time: never run it again.
-
-        A message already completed stays completed.
-        """
-        self._state.mark_failed_final(room_id, message_id)
-        self._flush()
-
-    # ----------------------------------------------------------------- queries
-
-    def state(self, room_id: str, message_id: str) -> MessageState:
-        """The message's state. A completed hit refreshes its LRU recency
-        (in the file too, so a restart keeps the LRU order)."""
-        state = self._state.state(room_id, message_id)
-        self._flush()
-        return state
-
-    def is_done(self, room_id: str, message_id: str) -> bool:
-        """True when the message is completed or failed for good."""
-        done = self._state.is_done(room_id, message_id)
-        self._flush()
-        return done
-
-    def is_failed_final(self, room_id: str, message_id: str) -> bool:
-        """True when the message failed for good."""
-        return self._state.is_failed_final(room_id, message_id)
-
-    def pending_acks(self, room_id: str) -> list[str]:
-        """Messages of the room that owe only a ``processed`` write, oldest first.
-
-        That is ``ack_pending`` messages and messages with a journaled reply,
-        excluding any that a running turn holds.
-        """
-        return self._state.pending_acks(room_id)
-
-    def forget_room(self, room_id: str) -> None:
-        """The room was released: drop its completed cache.
-
-        Ack-pending messages, journaled replies, attempt counts and failed
-        messages are kept, so a rejoin only retries acks and never re-runs a
-        poison message.
-        """
-        self._state.forget_room(room_id)
-        self._flush()
-
-    def serve_room(self, room_id: str) -> None:
-        """The agent serves the room: its caches are never dropped while it does."""
-        self._state.serve_room(room_id)
-        self._flush()
-
-    def release_room(self, room_id: str) -> None:
-        """The agent left the room: its caches are kept (a room added again
-        does not run its messages again) within the bound of released caches;
-        the least recently active released rooms lose theirs first."""
-        self._state.release_room(room_id)
-        self._flush()
-
-    def is_served(self, room_id: str) -> bool:
-        """True between :meth:`serve_room` and :meth:`release_room`."""
-        return self._state.is_served(room_id)
+    # The calls that change the state (a completed hit of ``state`` and
+    # ``is_done`` refreshes its LRU recency, in the file too): each is the
+    # state's own, journaled when it returns.
+    try_claim = _journaled(ClaimsState.try_claim)
+    record_attempt = _journaled(ClaimsState.record_attempt)
+    discard_attempt = _journaled(ClaimsState.discard_attempt)
+    reply_sent = _journaled(ClaimsState.reply_sent)
+    remember_reply = _journaled(ClaimsState.remember_reply)
+    reply_intent = _journaled(ClaimsState.reply_intent)
+    drop_reply_intent = _journaled(ClaimsState.drop_reply_intent)
+    clear_reply_intents = _journaled(ClaimsState.clear_reply_intents)
+    mark_ack_pending = _journaled(ClaimsState.mark_ack_pending)
+    mark_completed = _journaled(ClaimsState.mark_completed)
+    mark_failed_final = _journaled(ClaimsState.mark_failed_final)
+    state = _journaled(ClaimsState.state)
+    is_done = _journaled(ClaimsState.is_done)
+    forget_room = _journaled(ClaimsState.forget_room)
+    serve_room = _journaled(ClaimsState.serve_room)
+    release_room = _journaled(ClaimsState.release_room)
 
     def statistics(self) -> LedgerStatistics:
         """Counts of what the ledger holds."""
-        counts = self._state.counts()
+        counts = self.counts()
         return LedgerStatistics(
             durable=self._journal.durable,
             in_flight=counts.in_flight,

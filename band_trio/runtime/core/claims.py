@@ -348,6 +348,8 @@ class ClaimsState:
     def record_attempt(self, claim: Claim) -> Attempt:
         """Count one more run of the claimed message.
 
+        Check :attr:`Attempt.exceeded` before running it.
+
         Raises:
             LocalProtocolError: ``claim`` is not held.
         """
@@ -358,7 +360,8 @@ class ClaimsState:
         return Attempt(count, self.max_attempts)
 
     def discard_attempt(self, claim: Claim) -> int:
-        """Take the last attempt back. Returns the attempts left counted.
+        """Take the last attempt back (an interrupt, a stop, a refused claim,
+        an input the adapter did not accept). Returns the attempts left counted.
 
         Raises:
             LocalProtocolError: ``claim`` is not held.
@@ -380,7 +383,11 @@ class ClaimsState:
     # ----------------------------------------------------------------- replies
 
     def reply_sent(self, room_id: str, message_id: str, reply_id: str) -> None:
-        """The platform accepted ``reply_id`` answering the message."""
+        """The platform accepted ``reply_id`` answering the message.
+
+        The claims ledger writes it at once, so after a crash the message is
+        only acked, never re-run.
+        """
         replies = self._replies.setdefault((room_id, message_id), [])
         if reply_id in replies:
             return
@@ -389,13 +396,17 @@ class ClaimsState:
         self._remember(room_id, reply_id)
 
     def remember_reply(self, room_id: str, reply_id: str) -> None:
-        """An own post whose outcome is known but answers no message."""
+        """Note an own post whose outcome is known but answers no message (a
+        synthetic turn's): it is accounted for, like every journaled reply.
+        """
         if reply_id not in self._known.get(room_id, ()):
             self._remember(room_id, reply_id)
 
     def known_replies(self, room_id: str) -> frozenset[str]:
         """Own posts in the room whose outcome is known (the newest
-        ``KNOWN_REPLIES_PER_ROOM``)."""
+        ``KNOWN_REPLIES_PER_ROOM``, kept across restarts): never to be taken
+        for a reply whose post had no known outcome.
+        """
         return frozenset(self._known.get(room_id, ()))
 
     def replies(self, room_id: str, message_id: str) -> tuple[str, ...]:
@@ -411,7 +422,13 @@ class ClaimsState:
         self._room_active(room_id)
 
     def reply_intent(self, room_id: str, message_id: str, digest: str) -> None:
-        """A reply with ``digest`` is about to be posted."""
+        """A reply with ``digest`` is about to be posted.
+
+        The claims ledger writes it before the post; :meth:`drop_reply_intent` once the platform
+        accepted or refused it. One that is never dropped marks a post whose
+        outcome is unknown: the room then looks for that reply on the
+        platform before it runs the message again.
+        """
         digests = self._intents.setdefault((room_id, message_id), [])
         if digest in digests:
             return
@@ -443,7 +460,10 @@ class ClaimsState:
     # ----------------------------------------------------------------- outcomes
 
     def mark_ack_pending(self, room_id: str, message_id: str) -> None:
-        """The turn completed: only the ``processed`` write is owed from now on."""
+        """The turn completed: only the ``processed`` write is owed from now on.
+
+        Record this *before* sending the write, with no await in between.
+        """
         key = (room_id, message_id)
         if self._is_final(key):
             return
@@ -451,7 +471,11 @@ class ClaimsState:
         self._note(Change.ACK_PENDING, room_id, message_id)
 
     def note_ack_failure(self, room_id: str, message_id: str) -> int:
-        """Count one failed ``processed`` write (memory only). Returns the count."""
+        """Count one failed ``processed`` write (memory only). Returns the count.
+
+        The caller gives up (and calls :meth:`mark_completed`) once this reaches
+        its budget.
+        """
         key = (room_id, message_id)
         count = self._ack_failures.get(key, 0) + 1
         self._ack_failures[key] = count
@@ -471,7 +495,10 @@ class ClaimsState:
         self._room_active(room_id)
 
     def mark_failed_final(self, room_id: str, message_id: str) -> None:
-        """The message failed for the last time (a completed one stays completed)."""
+        """The message failed for the last time: never run it again.
+
+        A message already completed stays completed.
+        """
         if message_id in self._completed.get(room_id, ()):
             return
         self._forget_progress((room_id, message_id))
@@ -483,7 +510,12 @@ class ClaimsState:
         self._room_active(room_id)
 
     def forget_room(self, room_id: str) -> None:
-        """The room was released: drop its completed cache (everything else stays)."""
+        """The room was released: drop its completed cache.
+
+        Ack-pending messages, journaled replies, attempt counts and failed
+        messages are kept, so a rejoin only retries acks and never re-runs a
+        poison message.
+        """
         self._completed.pop(room_id, None)
         self._note(Change.ROOM_FORGOTTEN, room_id)
         self._recount(room_id)
@@ -512,8 +544,10 @@ class ClaimsState:
             self._note(Change.ROOM_SERVED, room_id)
 
     def release_room(self, room_id: str) -> None:
-        """The room is no longer served: its caches are kept, as the most
-        recently active released room, within ``released_entries``."""
+        """The agent left the room: its caches are kept (a room added again
+        does not run its messages again) within the bound of released caches;
+        the least recently active released rooms lose theirs first.
+        """
         self._served.discard(room_id)
         self._touch_released(room_id)
 
@@ -543,7 +577,9 @@ class ClaimsState:
     # ----------------------------------------------------------------- queries
 
     def state(self, room_id: str, message_id: str) -> MessageState:
-        """The message's state. A completed hit refreshes its LRU recency."""
+        """The message's state. A completed hit refreshes its LRU recency
+        (in the file too, so a restart keeps the LRU order).
+        """
         completed = self._completed.get(room_id)
         if completed is not None and message_id in completed:
             if next(reversed(completed)) != message_id:
