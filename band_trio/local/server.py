@@ -152,7 +152,6 @@ class LocalPlatform:
         faults: fault injection rules applied to every request.
         hub: the WebSocket hub (live sockets and joined topics).
         user: the pre-created user's credentials.
-        agents: credentials of every agent registered through this object.
         admin: whether ``/_local/admin`` is served.
         admin_key: the admin key.
         state_dir: where the state is kept (None: in memory).

@@ -249,7 +249,7 @@ class FakeAgentTools:
         *,
         attachment_ids: Sequence[str] | None = None,
     ) -> MessageSent | None:
-        """Like :meth:`AgentTools.send_message`, recorded in :attr:`messages_sent`."""
+        """Like :meth:`AgentTools.send_message`, recorded in ``messages_sent``."""
         return await self._send(content, mentions, reply=True)
 
     async def send_notice(self, content: str, mentions: Sequence[str]) -> MessageSent | None:
@@ -297,7 +297,7 @@ class FakeAgentTools:
     async def send_event(
         self, content: str, message_type: str, metadata: Mapping[str, Any] | None = None
     ) -> EventCreated | None:
-        """Like :meth:`AgentTools.send_event`, recorded in :attr:`events_sent`."""
+        """Like :meth:`AgentTools.send_event`, recorded in ``events_sent``."""
         await trio.lowlevel.checkpoint()
         self.calls.append(
             RecordedCall(
