@@ -11,7 +11,10 @@ from playwright.sync_api import Page, expect
 
 from tests.playground.world import (
     BROKEN_WORD,
+    FAILING_WORD,
     FAILURE,
+    LONG_RESULT,
+    LONG_WORD,
     ROOM_TITLE,
     SLOW_WORD,
     THOUGHT,
@@ -84,12 +87,53 @@ def test_interrupt_stops_a_slow_turn(page: Page, world: World) -> None:
     page.locator("#interrupt").click()
     expect(agent).to_have_attribute("data-status", "idle")
     expect(page.locator("#working")).to_be_hidden()
+    # The interrupted turn leaves a note, and its attempt says how it ended.
+    expect(page.locator(".msg.note.interrupted")).to_have_text(
+        f"{world.agent_name}: turn interrupted"
+    )
+    expect(page.locator(".attempt .attempt-title").last).to_have_text(
+        f"{world.agent_name} · attempt 1 · interrupted"
+    )
     slow = page.locator(".msg.text.mine").filter(has_text=SLOW_WORD)
     expect(slow.locator(".delivery")).to_contain_text("processed")
     expect(page.locator(".msg.text:not(.mine)")).to_have_count(0)
     # The agent is free again: the next message gets its answer.
     send(page, f"@{world.agent_handle} and now?")
     expect(page.locator(".msg.text:not(.mine)")).to_have_count(1)
+
+
+def test_interrupt_with_nothing_running_says_so(page: Page, world: World) -> None:
+    open_room(page, world)
+    page.locator("#interrupt").click()
+    expect(page.locator("#notice")).to_have_text("Nothing to interrupt: no turn is running.")
+
+
+def test_a_failing_turn_groups_and_numbers_its_attempts(page: Page, world: World) -> None:
+    open_room(page, world)
+    send(page, f"@{world.agent_handle} the {FAILING_WORD} case")
+    attempts = page.locator(".attempt")
+    expect(attempts).to_have_count(3)
+    for number in (1, 2, 3):
+        attempt = page.locator(f'.attempt[data-attempt="{number}"]')
+        expect(attempt.locator(".attempt-title")).to_have_text(
+            f"{world.agent_name} · attempt {number} · failed"
+        )
+        # The thought of each attempt is in that attempt's group.
+        expect(attempt.locator('.cards .msg.thought[data-type="thought"]')).to_have_count(1)
+    notes = page.locator(".msg.note.failed")
+    expect(notes).to_have_text([f"{world.agent_name}: attempt {n} failed" for n in (1, 2, 3)])
+
+
+def test_a_long_tool_result_is_collapsed_until_clicked(page: Page, world: World) -> None:
+    open_room(page, world)
+    send(page, f"@{world.agent_handle} tell me {LONG_WORD}")
+    tool = page.locator('.msg.tool[data-type="tool_call"]')
+    expect(tool.locator("details.long-result summary")).to_contain_text("40 lines")
+    result = tool.locator("pre.result")
+    expect(result).to_be_hidden()
+    tool.locator("details.long-result summary").click()
+    expect(result).to_be_visible()
+    expect(result).to_have_text(LONG_RESULT)
 
 
 def test_stop_and_play_show_on_the_agent(page: Page, world: World) -> None:

@@ -18,6 +18,7 @@ const state = {
   toolCalls: new Map(),  // tool_call_id -> card element awaiting its result
   agents: new Map(),     // agent id -> status row (agents/status)
   activity: new Map(),   // agent id -> agent_activity data in the current room
+  attempts: new Map(),   // agent id -> the group of the cards of its running attempt
   source: null,
 };
 
@@ -108,6 +109,7 @@ async function selectRoom(roomId) {
   state.roomId = roomId;
   state.messages.clear();
   state.toolCalls.clear();
+  state.attempts.clear();
   state.activity.clear();
   $("messages").replaceChildren();
   const enabled = Boolean(roomId);
@@ -229,6 +231,7 @@ async function control(action, agentId) {
   const body = agentId ? { action, agent_id: agentId } : { action };
   const doc = await api("POST", `/chats/${state.roomId}/control`, body);
   if (!doc.data.sent.length) notice("There is no agent in this room to " + action + ".");
+  else if (action === "interrupt" && !doc.data.running.length) notice("Nothing to interrupt: no turn is running.");
   refreshAgentsSoon();
 }
 
@@ -330,16 +333,31 @@ function renderMessage(message) {
     item.append(meta, card);
   }
   state.messages.set(message.id, item);
-  $("messages").append(item);
+  // An agent's cards (thoughts, tool calls, errors) go in the group of its
+  // running attempt; text messages stay in the conversation.
+  const group = kind !== "text" ? state.attempts.get(message.sender_id) : null;
+  (group ? group.querySelector(".cards") : $("messages")).append(item);
 }
+
+// A tool result longer than this is shown collapsed (expand on click).
+const LONG_RESULT_CHARS = 400;
+const LONG_RESULT_LINES = 8;
 
 function attachResult(card, result, raw) {
   const pending = card.querySelector(".pending");
   if (pending) pending.remove();
   if (result.is_error) card.classList.add("is-error");
-  card.append(
-    el("div", { class: "label", text: result.is_error ? "error" : "result" }),
-    el("pre", { class: "result", text: pretty(result.output !== undefined ? result.output : raw) }));
+  const text = pretty(result.output !== undefined ? result.output : raw);
+  const label = result.is_error ? "error" : "result";
+  const pre = el("pre", { class: "result", text });
+  const lines = text.split("\n").length;
+  if (text.length <= LONG_RESULT_CHARS && lines <= LONG_RESULT_LINES) {
+    card.append(el("div", { class: "label", text: label }), pre);
+    return;
+  }
+  card.append(el("details", { class: "long-result" },
+    el("summary", { class: "label", text: `${label} · ${lines} lines, ${text.length} characters (click to expand)` }),
+    pre));
 }
 
 function renderDelivery(item, deliveries) {
@@ -354,7 +372,43 @@ function renderDelivery(item, deliveries) {
   }
 }
 
+function agentName(agentId) {
+  const agent = state.agents.get(agentId);
+  return agent ? agent.name : participantName(agentId) || "Agent";
+}
+
+function note(text, kind) {
+  const item = el("li", { class: `msg note ${kind}`, "data-type": kind, text });
+  $("messages").append(item);
+  return item;
+}
+
+// Each attempt of an agent at a message opens a numbered group that holds the
+// cards it posts; its end (done, failed, interrupted) is written on it.
+function onAttempt(data) {
+  const name = agentName(data.agent_id);
+  if (data.status === "processing") {
+    const group = el("li", { class: "attempt", "data-agent": data.agent_id, "data-attempt": String(data.attempt) },
+      el("div", { class: "attempt-title", text: `${name} · attempt ${data.attempt}` }),
+      el("ol", { class: "cards" }));
+    state.attempts.set(data.agent_id, group);
+    $("messages").append(group);
+    return;
+  }
+  const group = state.attempts.get(data.agent_id);
+  state.attempts.delete(data.agent_id);
+  const end = data.interrupted ? "interrupted" : data.status === "failed" ? "failed" : "done";
+  if (group) {
+    group.dataset.end = end;
+    group.querySelector(".attempt-title").textContent += ` · ${end}`;
+    if (!group.querySelector(".cards").children.length && end === "done") group.remove();
+  }
+  if (data.interrupted) note(`${name}: turn interrupted`, "interrupted");
+  else if (data.status === "failed") note(`${name}: attempt ${data.attempt} failed`, "failed");
+}
+
 function onMessageStatus(data) {
+  onAttempt(data);
   const item = state.messages.get(data.message_id);
   if (!item) return;
   const line = item.querySelector(".delivery");

@@ -8,7 +8,10 @@ Three local-platform conveniences for a person talking to agents:
   is ``resync`` (list the state now); a reader that falls behind the feed's
   bound gets another ``resync`` after the dropped events.
 * ``POST /api/v1/me/chats/{id}/control``: send ``agent.control``
-  (interrupt, stop, play) to one agent of the room or to every agent in it.
+  (interrupt, stop, play) to one agent of the room or to every agent in it;
+  answers ``{"sent": [agents told], "running": [agents with a turn to
+  interrupt]}``. The live feed's ``message_status`` of an interrupted turn
+  says ``"interrupted": true``.
 * ``GET /api/v1/me/agents/status``: each of the user's agents with its
   connection, working state and delivery counts.
 
@@ -26,7 +29,7 @@ import trio
 from band_trio.local.asgi import Ctx, Handler, Receive, Response, Route, Send, Services, ok, route
 from band_trio.local.directory import ACTIVITY_TTL
 from band_trio.local.live_feed import FeedEvent, FeedSubscription
-from band_trio.local.model import JSON, AgentRecord, UserRecord
+from band_trio.local.model import JSON, AgentRecord, RoomRecord, UserRecord
 from band_trio.local.refusal import not_found
 
 __all__ = ["KEEP_ALIVE", "ROUTES", "STREAM_PATH", "agent_status_json", "serve_stream"]
@@ -56,9 +59,21 @@ def me_control(ctx: Ctx) -> Response:
         if agent_id not in agents:
             raise not_found("agent in this chat room")
         agents = [agent_id]
+    running = [a for a in agents if _mark_interrupted(room, a)] if action == "interrupt" else []
     for target in agents:
         ctx.state.control(target, action, room_id=room.id, scope="room")
-    return ok({"sent": agents})
+    return ok({"sent": agents, "running": running})
+
+
+def _mark_interrupted(room: RoomRecord, agent_id: str) -> bool:
+    """Mark the agent's open attempts in the room as interrupted (the live feed
+    then says so when they end); False when it had none."""
+    found = False
+    for message in room.inbox.get(agent_id, ()):
+        attempt = message.deliveries[agent_id].active_attempt
+        if attempt is not None:
+            attempt.interrupted = found = True
+    return found
 
 
 # ------------------------------------------------------------ agent view
