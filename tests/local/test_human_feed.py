@@ -413,3 +413,21 @@ async def test_interrupt_says_which_agents_had_a_turn_and_the_feed_notes_it(
         assert data["interrupted"] is True
         assert data["message_id"] == sent["id"]
         assert await human.interrupt(room, demo.id) == []
+
+
+async def test_a_user_following_the_feed_is_reported_online(
+    band_platform: LocalPlatform, human: HumanClient, demo: AgentCredentials, room: str
+) -> None:
+    user_id = band_platform.user.id
+
+    async def online_in_the_room() -> bool:
+        async with agent_http(band_platform, demo) as agent:
+            rows = (await agent.get(f"/chats/{room}/participants")).json()["data"]
+        return next(row["online"] for row in rows if row["id"] == user_id)
+
+    with trio.fail_after(IO_DEADLINE):
+        assert not await online_in_the_room()
+        async with watching(human, room):
+            assert await online_in_the_room()
+        await band_platform.wait_for(lambda: not band_platform.state.is_online(user_id))
+        assert not await online_in_the_room()

@@ -16,7 +16,8 @@ Three local-platform conveniences for a person talking to agents:
   connection, working state and delivery counts.
 
 A browser's ``EventSource`` cannot set headers, so the stream also accepts the
-user key as ``?token=``.
+user key as ``?token=``. A user is reported online (``online`` of participants
+and contacts) while they follow the stream, as while they hold a WebSocket.
 """
 
 from __future__ import annotations
@@ -163,6 +164,8 @@ async def serve_stream(
     keep_alive = KEEP_ALIVE if keep_alive is None else keep_alive
     live = services.changes.live
     subscription = live.subscribe(user.id, room_id)
+    # A person following the feed (the playground, the terminal chat) is online.
+    services.state.set_online(user.id, +1)
     try:
         await send(
             {
@@ -183,6 +186,7 @@ async def serve_stream(
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
     finally:
+        services.state.set_online(user.id, -1)
         live.unsubscribe(subscription)
 
 
