@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FloatRect, Page, expect
 
 from tests.playground.world import (
     BROKEN_WORD,
@@ -171,11 +171,58 @@ def test_create_a_room_and_invite_the_agent(page: Page, world: World) -> None:
     expect(page.locator(".msg.text:not(.mine)")).to_contain_text("It is sunny in Lyon today.")
 
 
-def test_the_page_needs_the_users_key(page: Page, world: World) -> None:
+def test_the_page_without_a_key_says_how_to_open_it(page: Page, world: World) -> None:
     response = page.goto(f"{world.rest_url}/playground")
     assert response is not None
+    expect(page.locator("#notice")).to_contain_text("/playground?token=")
+
+
+def test_a_wrong_key_is_named(page: Page, world: World) -> None:
+    response = page.goto(f"{world.rest_url}/playground?token=band_u_not_a_key")
+    assert response is not None
     assert response.status == 401
-    expect(page.locator("body")).to_contain_text("/playground?token=")
+    expect(page.locator("body")).to_contain_text("This key is wrong")
+    # A key refused after the page loaded (kept from an earlier run) is named too.
+    page.goto(world.playground_url)
+    expect(page.locator("#live")).to_have_text("live")
+    page.evaluate("sessionStorage.setItem('band-playground-token', 'band_u_stale')")
+    page.goto(f"{world.rest_url}/playground")
+    expect(page.locator("#notice")).to_contain_text("This key was refused")
+
+
+def test_the_key_leaves_the_address_bar_and_survives_a_reload(page: Page, world: World) -> None:
+    open_room(page, world)
+    assert "token" not in page.url
+    assert world.token not in page.url
+    page.reload()
+    expect(page.locator("#live")).to_have_text("live")
+    expect(page.locator("#room-title")).to_have_text(ROOM_TITLE)
+
+
+def test_the_page_has_an_icon(page: Page, world: World) -> None:
+    open_room(page, world)
+    href = page.locator('link[rel="icon"]').get_attribute("href")
+    assert href == "/playground/favicon.svg"
+    response = page.request.get(f"{world.rest_url}{href}")
+    assert response.ok
+    assert response.headers["content-type"] == "image/svg+xml"
+
+
+def box(page: Page, selector: str) -> FloatRect:
+    found = page.locator(selector).bounding_box()
+    assert found is not None, selector
+    return found
+
+
+def test_narrow_windows_stack_the_columns(page: Page, world: World) -> None:
+    open_room(page, world)
+    wide = [box(page, s) for s in (".rooms", ".conversation", ".side")]
+    assert wide[0]["y"] == wide[1]["y"] == wide[2]["y"]
+    page.set_viewport_size({"width": 700, "height": 900})
+    rooms, conversation, side = (box(page, s) for s in (".rooms", ".conversation", ".side"))
+    assert rooms["x"] == conversation["x"] == side["x"]
+    assert rooms["y"] < conversation["y"] < side["y"]
+    assert conversation["width"] > 600
 
 
 MENTION_CASES = json.loads((Path(__file__).parents[1] / "mention_cases.json").read_text())

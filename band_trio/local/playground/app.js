@@ -1,11 +1,30 @@
 // The Band playground: talk to agents on the local platform from a browser.
 // Plain modern JavaScript, no build step: the human REST API with fetch and the
 // live feed with EventSource, both authenticated by the user key the page was
-// opened with (/playground?token=...). Everything shown is built with
-// textContent, never HTML strings, so message text cannot inject markup.
+// opened with (/playground?token=...), which is then kept for the tab and taken
+// out of the address bar. Everything shown is built with textContent, never
+// HTML strings, so message text cannot inject markup.
 "use strict";
 
-const TOKEN = new URLSearchParams(location.search).get("token") || "";
+const TOKEN_KEY = "band-playground-token";
+const TOKEN = takeToken();
+
+// The key from the address (then removed from it: it would show in the history,
+// in a screen share, in a copied link) or, on a reload, the one kept for the tab.
+function takeToken() {
+  const params = new URLSearchParams(location.search);
+  const given = params.get("token");
+  if (!given) return sessionStorage.getItem(TOKEN_KEY) || "";
+  sessionStorage.setItem(TOKEN_KEY, given);
+  params.delete("token");
+  const rest = params.toString();
+  history.replaceState(null, "", location.pathname + (rest ? "?" + rest : "") + location.hash);
+  return given;
+}
+
+const WRONG_KEY = "This key was refused: it is no user key of this platform (a mistyped one, "
+  + "or one of an earlier run without --state). Open the playground with the link "
+  + "band-trio dev --web or band-trio platform prints.";
 const API = "/api/v1/me";
 const TOKEN_RE = /@\[\[([^\[\]\s]+)\]\]/g;
 
@@ -45,6 +64,10 @@ async function api(method, path, body) {
     init.body = JSON.stringify(body);
   }
   const response = await fetch(API + path, init);
+  if (response.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    throw new Error(WRONG_KEY);
+  }
   const text = await response.text();
   const doc = text ? JSON.parse(text) : null;
   if (!response.ok) {
@@ -67,11 +90,12 @@ async function listAll(path) {
   }
 }
 
-function notice(text) {
+function notice(text, sticky = false) {
   const box = $("notice");
   box.textContent = text;
   box.hidden = !text;
-  if (text) setTimeout(() => { if (box.textContent === text) box.hidden = true; }, 6000);
+  // A refused key stays said: nothing works until the page is opened again.
+  if (text && !sticky && text !== WRONG_KEY) setTimeout(() => { if (box.textContent === text) box.hidden = true; }, 6000);
 }
 
 function guarded(fn) {
@@ -606,7 +630,7 @@ function touchRoom(roomId, at) {
 
 async function start() {
   if (!TOKEN) {
-    notice("Open the playground with your user key: /playground?token=<key>");
+    notice("Open the playground with your user key: /playground?token=<key>", true);
     return;
   }
   state.me = (await api("GET", "/profile")).data;
