@@ -49,6 +49,7 @@ from band_trio._logging import get_logger, log_context
 from band_trio._util import one_error
 from band_trio.adapter.protocols import (
     AllRoomsCleanup,
+    BackgroundWork,
     FrameworkAdapter,
     Preprocessor,
     ReportsStuckThreads,
@@ -480,6 +481,7 @@ class Agent:
                         task_status.started()
                         self._changes.notify()
                         root.start_soon(self._serve_gc_policy, engine)
+                        root.start_soon(self._adapter_background)
                         with self._signal_receiver() as signals:
                             cause = await self._wait_for_shutdown(outer_cancelled, signals)
                             graceful = await self._shut_down(
@@ -633,6 +635,17 @@ class Agent:
                 nursery.start_soon(wait_signal, signals)
         # Cancellation wins over a request that came at the same moment.
         return _Cause.CANCELLED if _Cause.CANCELLED in causes else causes[0]
+
+    async def _adapter_background(self) -> None:
+        # Cancelled with the root nursery: after the rooms' cleanups, before
+        # cleanup_all.
+        adapter = self.adapter
+        if not isinstance(adapter, BackgroundWork):
+            return
+        try:
+            await adapter.run_background()
+        except Exception:
+            logger.exception("adapter run_background failed")
 
     async def _adapter_cleanup(self) -> None:
         adapter = self.adapter
