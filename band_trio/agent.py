@@ -73,6 +73,7 @@ from band_trio.runtime.state_changes import StateChanges
 from band_trio.runtime.turn_durations import TurnDurations
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
+from band_trio.tools.settled_writes import WriteLocks
 from band_trio.tools.unsure_posts import UnsurePostPolicy
 from band_trio.wire.link import BandLink
 from band_trio.wire.models import AgentMe, ChatParticipant
@@ -421,6 +422,7 @@ class Agent:
                     agent_id = runtime.agent_id
                     contacts: ContactEventHandler | None = None
                     unsure_posts = UnsurePostPolicy(give_up_after=cfg.unsure_post_timeout)
+                    write_locks = WriteLocks()
 
                     def hub_room_id() -> str | None:
                         return contacts.hub_room_id if contacts is not None else None
@@ -437,6 +439,7 @@ class Agent:
                             hub_room_id=hub_room_id(),
                             unserved=unserved,
                             unsure_posts=unsure_posts,
+                            write_locks=write_locks,
                         )
 
                     self._rest = rest
