@@ -788,9 +788,8 @@ async def open_agent(
     once (see :meth:`Agent.serve`). Arguments are those of
     :meth:`Agent.create`; signals are left to the application by default.
 
-    Raises:
-        The one real error of the agent or of the block (never an
-        ``ExceptionGroup`` of one).
+    An error of the agent or of the block is raised as itself (never as an
+    ``ExceptionGroup`` of one).
     """
     agent = Agent.create(
         adapter=adapter,
