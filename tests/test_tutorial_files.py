@@ -52,10 +52,15 @@ SELF_CONTAINED = {
         ),
     ],
     REPO / "adapters" / "pydantic_ai" / "examples" / "function_model_agent.py": [
-        r"Demo User: .* what is pydantic-ai\?",
-        r"\w+: .* Hello Demo User! You asked: .* what is pydantic-ai\?",
+        re.escape("Demo User: @demo/pydanticai what is pydantic-ai?"),
+        re.escape(
+            "PydanticAI: @demo Hello Demo User! You asked: @demo/pydanticai what is pydantic-ai?"
+        ),
     ],
 }
+CODEX_EXAMPLE = REPO / "adapters" / "codex" / "examples" / "scripted_codex.py"
+"""Self-contained too, but it drives the real ``codex`` command a reader installs."""
+CODEX_EXAMPLE_LINES = [r".*: .*hello!", r"Codex: .*Hello from Codex!"]
 ECHO_AGENT = EXAMPLES / "echo_agent.py"
 TESTING_FILES = [EXAMPLES / "test_echo_adapter.py", EXAMPLES / "pytest.ini"]
 
@@ -90,7 +95,7 @@ def test_a_tutorial_page_includes_each_file_whole() -> None:
 
 
 def test_every_file_the_tutorial_includes_is_run_from_a_scratch_project() -> None:
-    run_here = {*SELF_CONTAINED, ECHO_AGENT, *TESTING_FILES}
+    run_here = {*SELF_CONTAINED, CODEX_EXAMPLE, ECHO_AGENT, *TESTING_FILES}
     assert runnable_includes() == run_here
 
 
@@ -120,13 +125,15 @@ def reader_env() -> dict[str, str]:
     return env
 
 
-async def run(command: list[str], cwd: Path, deadline: float) -> tuple[int, str]:
+async def run(
+    command: list[str], cwd: Path, deadline: float, env: dict[str, str] | None = None
+) -> tuple[int, str]:
     """Run ``command`` to its end (killed by its pid past ``deadline``)."""
     with trio.fail_after(deadline):
         done = await trio.run_process(
             command,
             cwd=cwd,
-            env=reader_env(),
+            env=reader_env() if env is None else env,
             capture_stdout=True,
             stderr=subprocess.STDOUT,
             check=False,
@@ -144,6 +151,29 @@ async def test_a_self_contained_tutorial_script_runs_from_a_scratch_project(
     assert returncode == 0, output
     lines = output.splitlines()
     for expected in SELF_CONTAINED[script]:
+        assert any(re.fullmatch(expected, line) for line in lines), (expected, output)
+
+
+@pytest.mark.slow
+async def test_the_codex_tutorial_script_runs_from_a_scratch_project(tmp_path: Path) -> None:
+    """As a reader who installed codex runs it: ``codex`` on ``PATH``. Skipped
+    where node or codex is missing, an error where ``BAND_REQUIRE_CODEX`` is set
+    (as ``.ci/run`` does), as for the Codex adapter's own real-binary tests."""
+    codex = os.environ.get("BAND_CODEX") or shutil.which("codex")
+    if not codex or shutil.which("node") is None:
+        missing = "the Codex tutorial's script needs node and codex (npm install @openai/codex)"
+        if os.environ.get("BAND_REQUIRE_CODEX", "").strip() not in ("", "0"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    env = reader_env()
+    env["PATH"] = os.pathsep.join([str(Path(codex).parent), env.get("PATH", "")])
+    project = scratch_project(tmp_path, CODEX_EXAMPLE)
+    returncode, output = await run(
+        [sys.executable, CODEX_EXAMPLE.name], project, deadline=180, env=env
+    )
+    assert returncode == 0, output
+    lines = output.splitlines()
+    for expected in CODEX_EXAMPLE_LINES:
         assert any(re.fullmatch(expected, line) for line in lines), (expected, output)
 
 
