@@ -73,6 +73,7 @@ from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatis
 from band_trio.runtime.state_changes import StateChanges
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
+from band_trio.tools.settled_writes import WriteLocks
 from band_trio.tools.unsure_posts import UnsurePostPolicy
 from band_trio.wire.link import BandLink
 from band_trio.wire.models import AgentMe, ChatParticipant
@@ -421,6 +422,7 @@ class Agent:
                     agent_id = runtime.agent_id
                     contacts: ContactEventHandler | None = None
                     unsure_posts = UnsurePostPolicy(give_up_after=cfg.unsure_post_timeout)
+                    write_locks = WriteLocks()
 
                     def hub_room_id() -> str | None:
                         return contacts.hub_room_id if contacts is not None else None
@@ -437,6 +439,7 @@ class Agent:
                             hub_room_id=hub_room_id(),
                             unserved=unserved,
                             unsure_posts=unsure_posts,
+                            write_locks=write_locks,
                         )
 
                     self._rest = rest
@@ -785,9 +788,8 @@ async def open_agent(
     once (see :meth:`Agent.serve`). Arguments are those of
     :meth:`Agent.create`; signals are left to the application by default.
 
-    Raises:
-        The one real error of the agent or of the block (never an
-        ``ExceptionGroup`` of one).
+    An error of the agent or of the block is raised as itself (never as an
+    ``ExceptionGroup`` of one).
     """
     agent = Agent.create(
         adapter=adapter,

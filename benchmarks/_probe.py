@@ -1,8 +1,8 @@
 """Connection accounting for an in-process :class:`~band_trio.local.LocalPlatform`.
 
 The platform runs one Hypercorn ``TCPServer`` per accepted TCP connection
-(``band_trio.local.connections`` starts them). :func:`install` swaps that class for
-a subclass that tells a :class:`ConnectionProbe` when a connection opens and
+(``band_trio.local.connections`` starts them, as its subclass
+``_Http1Server``). :func:`install` swaps that class for a subclass that tells a :class:`ConnectionProbe` when a connection opens and
 closes, and which principal (by API key) it carries: a connection belongs to
 the principal of its first request (``x-api-key`` header of an HTTP request or
 of the WebSocket upgrade). So the probe knows, per principal and exactly (no
@@ -148,7 +148,8 @@ class _AppSpy:
 
 
 class _Counting:
-    """Counts the connections of the Hypercorn server class it is mixed into."""
+    """Counts a connection server's connection (mixed into Hypercorn's server
+    and into the local platform's subclass of it)."""
 
     def __init__(self, app: Any, *args: Any) -> None:
         self._probe = _active
@@ -179,11 +180,9 @@ def install(probe: ConnectionProbe) -> Iterator[ConnectionProbe]:
     """Count the connections of Hypercorn servers started inside the block."""
     global _active
     original = hypercorn_run.TCPServer  # type: ignore[attr-defined]
-    # The local platform serves its connections with its own subclass of
-    # Hypercorn's server (HTTP/1.1 only, ended when the client is gone).
     original_local = local_connections._Http1Server
     hypercorn_run.TCPServer = _CountingTCPServer  # type: ignore[attr-defined,assignment]
-    local_connections._Http1Server = _CountingHttp1Server  # type: ignore[assignment,misc]
+    local_connections._Http1Server = _CountingHttp1Server  # type: ignore[misc]
     _active = probe
     try:
         yield probe
