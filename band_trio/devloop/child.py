@@ -130,7 +130,9 @@ class TurnFailureFormatter(logging.Formatter):
         args = record.args if isinstance(record.args, tuple) else ()
         if exc is None or _TURN_FAILED not in str(record.msg) or len(args) < 2:
             return super().format(record)
-        line = f"{record.levelname} {record.name}: {record.getMessage()}: {type(exc).__name__}: {exc}"
+        line = (
+            f"{record.levelname} {record.name}: {record.getMessage()}: {type(exc).__name__}: {exc}"
+        )
         message_id = args[1]
         if message_id in self._shown:
             return line

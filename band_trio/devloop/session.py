@@ -223,7 +223,7 @@ async def run_dev(
     """
     # Lazy: the optional `local` extra (checked by the command line first).
     from band_trio.local import HumanClient, open_local_platform
-    from band_trio.local.server import exposure_warning
+    from band_trio.local.server import exposure_warning  # lazy: the same extra
 
     console = console if console is not None else Console()
     try:

@@ -46,8 +46,7 @@ async def test_without_approvals_every_request_is_declined(
     assert first["result"] == {"decision": "decline"}
     assert legacy["result"] == {"decision": "denied"}
     assert (
-        "Approval requested (run `touch approved.txt`). Decision: **decline** "
-        in _notices(room)[0]
+        "Approval requested (run `touch approved.txt`). Decision: **decline** " in _notices(room)[0]
     )
 
 
