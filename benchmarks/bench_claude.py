@@ -30,6 +30,10 @@ Usage::
 
     uv run python benchmarks/bench_claude.py                      # 20 rooms x 10 turns
     uv run python benchmarks/bench_claude.py --rooms 20 --turns 50  # the 1,000-turn run
+
+Measured (benchmarks/README.md): 16.1 against 3.3 ms of CPU per turn over
+1,000 turns (5.0x), 16.3 against 3.9 over 200 (4.2x); the agent holds about
+0.2 MiB per idle room with its CLI open, each CLI 205-250 MiB.
 """
 
 from __future__ import annotations
