@@ -49,6 +49,7 @@ from band_trio._logging import get_logger, log_context
 from band_trio._util import one_error
 from band_trio.adapter.protocols import (
     AllRoomsCleanup,
+    BackgroundWork,
     FrameworkAdapter,
     Preprocessor,
     ReportsStuckThreads,
@@ -60,18 +61,19 @@ from band_trio.errors import BandConfigError, BandError, RateLimitError
 from band_trio.observe.otel import registered as otel_registered
 from band_trio.observe.service import HealthState, serve_health
 from band_trio.runtime.agent_statistics import AgentStatistics
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.contact_events import ContactEventConfig, ContactEventHandler
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.turn_durations import TurnDurations
 from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.gc_policy import GcFreezePolicy, GcFreezeStatistics, serve_gc_policy
-from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.platform_runtime import PlatformRuntime
-from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatistics
 from band_trio.runtime.state_changes import StateChanges
-from band_trio.runtime.turn_durations import TurnDurations
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
+from band_trio.tools.settled_writes import WriteLocks
 from band_trio.tools.unsure_posts import UnsurePostPolicy
 from band_trio.wire.link import BandLink
 from band_trio.wire.models import AgentMe, ChatParticipant
@@ -150,7 +152,7 @@ class Agent:
         runtime: identity, URLs and configuration.
         adapter: the framework adapter that answers messages.
         preprocessor: turns events into adapter inputs
-            (:class:`~band_trio.runtime.preprocessor.DefaultPreprocessor` when None).
+            (:class:`~band_trio.runtime.core.preprocessor.DefaultPreprocessor` when None).
         contact_config: how contact events are handled (callback, hub room,
             broadcasts to rooms); None or DISABLED without broadcasts means the
             agent does not subscribe to them.
@@ -420,6 +422,7 @@ class Agent:
                     agent_id = runtime.agent_id
                     contacts: ContactEventHandler | None = None
                     unsure_posts = UnsurePostPolicy(give_up_after=cfg.unsure_post_timeout)
+                    write_locks = WriteLocks()
 
                     def hub_room_id() -> str | None:
                         return contacts.hub_room_id if contacts is not None else None
@@ -436,6 +439,7 @@ class Agent:
                             hub_room_id=hub_room_id(),
                             unserved=unserved,
                             unsure_posts=unsure_posts,
+                            write_locks=write_locks,
                         )
 
                     self._rest = rest
@@ -480,6 +484,7 @@ class Agent:
                         task_status.started()
                         self._changes.notify()
                         root.start_soon(self._serve_gc_policy, engine)
+                        root.start_soon(self._adapter_background)
                         with self._signal_receiver() as signals:
                             cause = await self._wait_for_shutdown(outer_cancelled, signals)
                             graceful = await self._shut_down(
@@ -634,6 +639,17 @@ class Agent:
         # Cancellation wins over a request that came at the same moment.
         return _Cause.CANCELLED if _Cause.CANCELLED in causes else causes[0]
 
+    async def _adapter_background(self) -> None:
+        # Cancelled with the root nursery: after the rooms' cleanups, before
+        # cleanup_all.
+        adapter = self.adapter
+        if not isinstance(adapter, BackgroundWork):
+            return
+        try:
+            await adapter.run_background()
+        except Exception:
+            logger.exception("adapter run_background failed")
+
     async def _adapter_cleanup(self) -> None:
         adapter = self.adapter
         if not isinstance(adapter, AllRoomsCleanup):
@@ -772,9 +788,8 @@ async def open_agent(
     once (see :meth:`Agent.serve`). Arguments are those of
     :meth:`Agent.create`; signals are left to the application by default.
 
-    Raises:
-        The one real error of the agent or of the block (never an
-        ``ExceptionGroup`` of one).
+    An error of the agent or of the block is raised as itself (never as an
+    ``ExceptionGroup`` of one).
     """
     agent = Agent.create(
         adapter=adapter,

@@ -1,8 +1,8 @@
 """Connection accounting for an in-process :class:`~band_trio.local.LocalPlatform`.
 
 The platform runs one Hypercorn ``TCPServer`` per accepted TCP connection
-(``band_trio.local.connections`` starts them). :func:`install` swaps that class for
-a subclass that tells a :class:`ConnectionProbe` when a connection opens and
+(``band_trio.local.connections`` starts them, as its subclass
+``_Http1Server``). :func:`install` swaps that class for a subclass that tells a :class:`ConnectionProbe` when a connection opens and
 closes, and which principal (by API key) it carries: a connection belongs to
 the principal of its first request (``x-api-key`` header of an HTTP request or
 of the WebSocket upgrade). So the probe knows, per principal and exactly (no
@@ -147,21 +147,32 @@ class _AppSpy:
             seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - started
 
 
-class _CountingTCPServer(TCPServer):
+class _Counting:
+    """Counts a connection server's connection (mixed into Hypercorn's server
+    and into the local platform's subclass of it)."""
+
     def __init__(self, app: Any, *args: Any) -> None:
         self._probe = _active
         self._conn = _Conn()
         if self._probe is not None:
             self._probe.accepted += 1
             app = _AppSpy(app, self._probe, self._conn)
-        super().__init__(app, *args)
+        super().__init__(app, *args)  # type: ignore[call-arg]
 
     async def run(self) -> None:
         try:
-            await super().run()
+            await super().run()  # type: ignore[misc]
         finally:
             if self._probe is not None:
                 self._probe._closed(self._conn)
+
+
+class _CountingTCPServer(_Counting, TCPServer):
+    pass
+
+
+class _CountingHttp1Server(_Counting, local_connections._Http1Server):
+    pass
 
 
 @contextmanager
@@ -169,13 +180,13 @@ def install(probe: ConnectionProbe) -> Iterator[ConnectionProbe]:
     """Count the connections of Hypercorn servers started inside the block."""
     global _active
     original = hypercorn_run.TCPServer  # type: ignore[attr-defined]
-    original_local = local_connections.TCPServer  # type: ignore[attr-defined]
+    original_local = local_connections._Http1Server
     hypercorn_run.TCPServer = _CountingTCPServer  # type: ignore[attr-defined,assignment]
-    local_connections.TCPServer = _CountingTCPServer  # type: ignore[attr-defined,assignment]
+    local_connections._Http1Server = _CountingHttp1Server  # type: ignore[misc]
     _active = probe
     try:
         yield probe
     finally:
         hypercorn_run.TCPServer = original  # type: ignore[attr-defined]
-        local_connections.TCPServer = original_local  # type: ignore[attr-defined]
+        local_connections._Http1Server = original_local  # type: ignore[misc]
         _active = None

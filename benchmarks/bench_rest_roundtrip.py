@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -65,8 +66,14 @@ def _count_connections(rest: RestClient) -> _Connects | None:
 
 
 @asynccontextmanager
-async def _platform(in_process: bool) -> AsyncIterator[dict[str, Any]]:
-    """Yields ``{rest_url, user: {api_key}, agents: [{id, api_key, handle}]}``."""
+async def _platform(
+    in_process: bool, pythonpath: str | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """Yields ``{rest_url, user: {api_key}, agents: [{id, api_key, handle}]}``.
+
+    ``pythonpath``: a directory holding another ``band_trio`` (a checkout of
+    an earlier version) for the platform process to run instead of this one.
+    """
     if in_process:
         async with trio.open_nursery() as nursery:
             platform = LocalPlatform()
@@ -80,8 +87,11 @@ async def _platform(in_process: bool) -> AsyncIterator[dict[str, Any]]:
             nursery.cancel_scope.cancel()
         return
     code = "import sys; from band_trio.cli import main; sys.exit(main(['platform', '--json']))"
+    env = None
+    if pythonpath is not None:  # and not the working directory first
+        env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONSAFEPATH": "1"}
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
     )
     try:
         assert proc.stdout is not None

@@ -102,7 +102,8 @@ ADAPTER = {
     "CAPABILITY_SECTIONS", "ERROR_EVENT_TEXT", "EVENT_CONTENT_LIMIT", "FAILURE_METADATA_KEY",
     "GENERIC_FAILURE_MESSAGE", "MISSING_REPLY_MESSAGE", "MISSING_REPLY_LABEL", "MISSING_REPLY_TEXT",
     "TRUNCATION_MARKER", "USAGE_EVENT_TYPE", "USAGE_METADATA_KEY", "AdapterFeatures",
-    "AgentFailure", "AgentInput", "AgentToolsProtocol", "AllRoomsCleanup", "Capability",
+    "AgentFailure", "AgentInput", "AgentToolsProtocol", "AllRoomsCleanup", "BackgroundWork",
+    "Capability",
     "CustomToolSet", "Emit", "FailureReporter", "FrameworkAdapter", "HistoryConverter",
     "HistoryItem", "HistoryProvider", "HistoryRole", "InterruptHandler",
     "NamedHistoryConverter", "PlatformMessage", "Preprocessor", "ReportsStuckThreads", "Roster", "SchemaFormat",
@@ -267,3 +268,11 @@ def test_room_helpers_names_are_pinned() -> None:
         assert inspect.getdoc(getattr(rooms, name)), (
             f"band_trio.testing.rooms.{name} has no docstring"
         )
+
+
+@pytest.mark.parametrize("module", [band_trio, band_trio.testing], ids=lambda m: m.__name__)
+def test_a_package_with_lazy_names_lists_them_in_dir(module: object) -> None:
+    # Autodoc (the API reference) and completion find members through dir(); a
+    # name loaded on first use would otherwise have no reference entry.
+    missing = set(module.__all__) - set(dir(module))  # type: ignore[attr-defined]
+    assert not missing

@@ -6,7 +6,7 @@ both the tools and the runtime build on.
 * Turns: :class:`AgentInput`, :class:`TurnContext`, :class:`TurnHooks`.
 * Protocols: :class:`FrameworkAdapter`, :class:`Preprocessor`, the optional
   hooks (:class:`InterruptHandler`, :class:`AllRoomsCleanup`,
-  :class:`TurnJudging`, :class:`ReportsStuckThreads`) and :class:`AgentToolsProtocol`, every tool an adapter
+  :class:`TurnJudging`, :class:`ReportsStuckThreads`, :class:`BackgroundWork`) and :class:`AgentToolsProtocol`, every tool an adapter
   may call. :class:`SimpleAdapter` implements the adapter side with defaults.
 * Tool families and effects: :class:`Capability`, :class:`ToolCategory`,
   :class:`ToolEffect`; results: :class:`ToolResult`.
@@ -77,6 +77,7 @@ from band_trio.adapter.prompt import (
 )
 from band_trio.adapter.protocols import (
     AllRoomsCleanup,
+    BackgroundWork,
     FrameworkAdapter,
     InterruptHandler,
     Preprocessor,
@@ -136,6 +137,7 @@ __all__ = [
     "AgentInput",
     "AgentToolsProtocol",
     "AllRoomsCleanup",
+    "BackgroundWork",
     "Capability",
     "CustomToolSet",
     "Emit",

@@ -3,7 +3,7 @@ event into an adapter input, and the :class:`FrameworkAdapter` that handles it.
 
 Optional adapter hooks are declared here as protocols of their own
 (:class:`InterruptHandler`, :class:`AllRoomsCleanup`, :class:`TurnJudging`,
-:class:`ReportsStuckThreads`);
+:class:`ReportsStuckThreads`, :class:`BackgroundWork`);
 :class:`~band_trio.adapter.SimpleAdapter` implements each with a default.
 """
 
@@ -15,6 +15,7 @@ from band_trio.adapter.turns import AgentInput, TurnContext
 
 __all__ = [
     "AllRoomsCleanup",
+    "BackgroundWork",
     "FrameworkAdapter",
     "InterruptHandler",
     "Preprocessor",
@@ -112,4 +113,21 @@ class TurnJudging(Protocol):
     def judges_turns(self) -> bool:
         """True: a turn that returns without a reply, a decline or other durable
         work is reported as a missing reply and marked failed."""
+        ...
+
+
+@runtime_checkable
+class BackgroundWork(Protocol):
+    """An adapter with work of its own that lasts as long as the agent serves
+    (closing what rooms left idle, refreshing a token), not tied to a turn."""
+
+    async def run_background(self) -> None:
+        """The adapter's background work, for the agent's lifetime.
+
+        Started once per agent run in the agent's own nursery, after
+        ``on_started`` and once the agent is connected; cancelled when the
+        agent stops (after the rooms' ``on_cleanup`` when it drains) and
+        always before ``cleanup_all``. Returning early is fine (nothing restarts it); an
+        exception is logged and the agent carries on without it.
+        """
         ...

@@ -206,6 +206,11 @@ class SimpleAdapter(Generic[H]):
         """The agent is stopping: drop agent-wide state (see
         :class:`~band_trio.adapter.AllRoomsCleanup`). The base class keeps none."""
 
+    async def run_background(self) -> None:
+        """Background work for the agent's lifetime (see
+        :class:`~band_trio.adapter.BackgroundWork`). The base class has none
+        and returns at once."""
+
     async def on_interrupt(self, room_id: str, mode: str) -> None:
         """An ``interrupt`` or ``stop`` signal (``mode``) reached ``room_id`` (see
         :class:`~band_trio.adapter.InterruptHandler`). The base class does nothing;

@@ -7,15 +7,33 @@ HTTP layer can render the platform's error body. Nothing here raises anything el
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from band_trio.local.refusal import invalid
 
-__all__ = ["Obj", "Query"]
+__all__ = ["Obj", "Query", "json_longer_than"]
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def json_longer_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` takes more than ``limit`` bytes as compact UTF-8 JSON.
+
+    Encodes piece by piece and stops once past ``limit``, so checking a
+    large value costs about ``limit`` bytes of encoding, not all of it (a
+    few thousand-digit integers alone take a second to write out).
+    """
+    size = 0
+    for chunk in _ENCODER.iterencode(value):
+        size += len(chunk) if chunk.isascii() else len(chunk.encode())
+        if size > limit:
+            return True
+    return False
 
 
 class Obj:

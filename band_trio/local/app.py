@@ -24,6 +24,7 @@ import trio
 
 from band_trio.local._input import Query
 from band_trio.local.asgi import (
+    INLINE_JSON_BYTES,
     MAX_JSON_BODY,
     Auth,
     Ctx,
@@ -33,6 +34,7 @@ from band_trio.local.asgi import (
     Scope,
     Send,
     Services,
+    decode_json_off_loop,
     error_response,
     read_body,
 )
@@ -65,6 +67,10 @@ class BandApp:
         # like any unknown path, so a scan learns nothing from them.
         admin_routes = admin_api.ROUTES if services.admin_enabled else ()
         self._uploading: Counter[str] = Counter()
+        # Large JSON bodies are decoded in a worker thread, one at a time: a
+        # client sending many cannot make the loop (or the other clients) wait
+        # for more than one.
+        self._decoding = trio.CapacityLimiter(1)
         self.routes = RouteTable(
             (*agent_api.ROUTES, *human_api.ROUTES, *human_feed.ROUTES, *admin_routes)
         )
@@ -142,6 +148,9 @@ class BandApp:
         limit = services.max_upload_bytes + 1 if route.upload else MAX_JSON_BODY
         with self._upload_budget(principal if route.upload else None, headers, limit):
             body = await read_body(receive, limit)
+        decoded = None
+        if not route.upload and len(body) > INLINE_JSON_BYTES:
+            decoded = await decode_json_off_loop(body, self._decoding)
         ctx = Ctx(
             services,
             method,
@@ -151,6 +160,7 @@ class BandApp:
             headers,
             body,
             principal,
+            decoded,
         )
         response = route.handler(ctx)
         if fault is not None:

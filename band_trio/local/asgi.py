@@ -9,10 +9,13 @@ platform's error body ``{"error": {"code", "message", "request_id", "details"?}}
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, Literal
 
 import attrs
@@ -28,12 +31,17 @@ from band_trio.local.refusal import RequestRefusedError, fail, invalid
 from band_trio.local.store import PlatformState
 
 __all__ = [
+    "BODY_GRACE",
     "BODY_IDLE_TIMEOUT",
+    "BODY_MIN_RATE",
     "BODY_TOTAL_TIMEOUT",
     "DEPRECATION_HEADERS",
+    "INLINE_JSON_BYTES",
     "MAX_JSON_BODY",
+    "MAX_JSON_INTEGER_DIGITS",
     "MAX_JSON_VALUES",
     "Ctx",
+    "DecodedBody",
     "Handler",
     "Receive",
     "Response",
@@ -42,6 +50,8 @@ __all__ = [
     "Scope",
     "Send",
     "Services",
+    "decode_json",
+    "decode_json_off_loop",
     "error_response",
     "json_bytes",
     "no_content",
@@ -59,13 +69,23 @@ MAX_JSON_BODY = 4 * 1024 * 1024
 MAX_JSON_DEPTH = 64
 MAX_JSON_VALUES = 100_000
 """Values a JSON body may hold (an upper bound counted before decoding: its
-commas, brackets and braces). Decoding 4 MiB of ``{}`` took the platform's
-only thread seconds and hundreds of MB; this keeps a body's decoding to
-milliseconds."""
+commas, brackets and braces). Decoding 4 MiB of ``{}`` took seconds and
+hundreds of MB; this keeps a body's decoding to about a tenth of a second."""
+MAX_JSON_INTEGER_DIGITS = 40
+"""Digits of an integer in a JSON body (more than any 128-bit integer)."""
+INLINE_JSON_BYTES = 16 * 1024
+"""JSON bodies up to this size are decoded on the event loop (a few
+milliseconds at worst); larger ones in a worker thread, one at a time
+(:func:`decode_json_off_loop`)."""
 BODY_IDLE_TIMEOUT = 15.0
 """Seconds a request body may go without a byte before the request answers 408."""
 BODY_TOTAL_TIMEOUT = 300.0
 """Seconds a whole request body may take (25 MB at about 85 kB/s) before 408."""
+BODY_GRACE = 10.0
+"""Seconds any request body may take, however slow it arrives."""
+BODY_MIN_RATE = 32 * 1024
+"""Bytes per second a request body must average past :data:`BODY_GRACE`
+(each byte received buys ``1 / BODY_MIN_RATE`` seconds more) before 408."""
 SUNSET = "Thu, 01 Oct 2026 00:00:00 GMT"
 DEPRECATION_HEADERS: tuple[tuple[str, str], ...] = (("deprecation", "true"), ("sunset", SUNSET))
 """Headers of answers to the deprecated ``page``/``page_size`` pagination."""
@@ -151,6 +171,7 @@ class Ctx:
     headers: Mapping[str, str]
     body: bytes
     principal: Principal | None = None
+    decoded: DecodedBody | None = None
 
     @property
     def state(self) -> PlatformState:
@@ -170,20 +191,12 @@ class Ctx:
         return self.principal
 
     def json(self) -> Any:
-        """The decoded JSON body (400 when malformed, 422 when absent)."""
-        if not self.body.strip():
-            raise invalid("/", "a JSON body is required")
-        body = self.body
-        if body.count(b",") + body.count(b"[") + body.count(b"{") >= MAX_JSON_VALUES:
-            raise invalid("/", f"has too many values (maximum is {MAX_JSON_VALUES})")
-        try:
-            value = json.loads(
-                self.body, parse_constant=_reject_constant, parse_float=_finite_float
-            )
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            raise fail(400, "the request body is not valid JSON", code="invalid_json") from None
-        _check_tree(value, check_unicode=b"\\u" in self.body)
-        return value
+        """The decoded JSON body (400 when malformed, 422 when absent).
+
+        A body :func:`decode_json_off_loop` decoded already is not decoded again."""
+        if self.decoded is not None:
+            return self.decoded.unwrap()
+        return decode_json(self.body)
 
     def obj(self) -> Obj:
         """The body as a JSON object."""
@@ -197,6 +210,100 @@ class Ctx:
 
 
 Handler = Callable[[Ctx], Response]
+
+
+def decode_json(body: bytes) -> Any:
+    """A request's JSON body, decoded and checked.
+
+    Raises:
+        RequestRefusedError: 422 when the body is blank, holds more than
+            :data:`MAX_JSON_VALUES` values or is nested deeper than
+            ``MAX_JSON_DEPTH``; 400 when it is not JSON (``NaN`` and numbers
+            out of a float's range included) or has a lone surrogate escape.
+    """
+    if not body.strip():
+        raise invalid("/", "a JSON body is required")
+    if body.count(b",") + body.count(b"[") + body.count(b"{") >= MAX_JSON_VALUES:
+        raise invalid("/", f"has too many values (maximum is {MAX_JSON_VALUES})")
+    try:
+        value = json.loads(
+            body,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_short_int,
+            object_pairs_hook=_object,
+        )
+    except _LongInteger:
+        raise invalid(
+            "/", f"has an integer of more than {MAX_JSON_INTEGER_DIGITS} digits"
+        ) from None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise fail(400, "the request body is not valid JSON", code="invalid_json") from None
+    _check_tree(value, check_unicode=b"\\u" in body)
+    return value
+
+
+@attrs.frozen
+class DecodedBody:
+    """What decoding a body gave: its value, or the refusal to raise each
+    time the handler asks for it."""
+
+    value: Any = None
+    refusal: RequestRefusedError | None = None
+
+    def unwrap(self) -> Any:
+        """The value.
+
+        Raises:
+            RequestRefusedError: the body was refused.
+        """
+        if self.refusal is not None:
+            raise self.refusal
+        return self.value
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (in any thread).
+
+    Decoding a body of 50,000 objects ran the full collection several times
+    (each a tenth of a second, holding the interpreter, so the event loop's
+    thread waited); decoded with the collector off, the objects are mostly
+    freed with the request before a collection sees them.
+    """
+    global _gc_pauses
+    with _gc_lock:
+        # Turned off by someone else: theirs to turn on again.
+        ours = bool(_gc_pauses) or gc.isenabled()
+        if ours:
+            _gc_pauses += 1
+            gc.disable()
+    try:
+        yield
+    finally:
+        if ours:
+            with _gc_lock:
+                _gc_pauses -= 1
+                if not _gc_pauses:
+                    gc.enable()
+
+
+def _decode_body(body: bytes) -> DecodedBody:
+    try:
+        with _collector_paused():
+            return DecodedBody(decode_json(body))
+    except RequestRefusedError as exc:
+        return DecodedBody(refusal=exc)
+
+
+async def decode_json_off_loop(body: bytes, limiter: trio.CapacityLimiter) -> DecodedBody:
+    """Decode ``body`` (as :func:`decode_json`) in a worker thread, one at a
+    time per ``limiter``, so a heavy body does not stop the event loop."""
+    return await trio.to_thread.run_sync(_decode_body, body, limiter=limiter)
 
 
 @attrs.frozen
@@ -260,21 +367,29 @@ async def read_body(
     *,
     idle_timeout: float = BODY_IDLE_TIMEOUT,
     total_timeout: float = BODY_TOTAL_TIMEOUT,
+    grace: float = BODY_GRACE,
+    min_rate: float = BODY_MIN_RATE,
 ) -> bytes:
     """The whole request body, refused once too large or too slow.
 
     A client that stops sending (or trickles) would otherwise hold the
     request, its buffered chunks and a connection for as long as it likes.
+    The body has ``grace`` seconds, plus one second per ``min_rate`` bytes
+    received, and never more than ``total_timeout``: a byte every few
+    seconds is cut after about ``grace``, a body arriving at ``min_rate`` or
+    faster is never cut before ``total_timeout``.
 
     Raises:
         RequestRefusedError: 413 once the body passes ``limit`` bytes; 408 when
-            no chunk arrives for ``idle_timeout`` seconds or the whole body takes
-            longer than ``total_timeout``.
+            no chunk arrives for ``idle_timeout`` seconds, or the body is
+            slower than the rule above.
         trio.BrokenResourceError: the client went away.
     """
     chunks: list[bytes] = []
     size = 0
-    with trio.move_on_after(total_timeout):
+    started = trio.current_time()
+    last = started + total_timeout
+    with trio.CancelScope(deadline=min(last, started + grace)) as body_scope:
         while True:
             message = None
             with trio.move_on_after(idle_timeout):
@@ -290,6 +405,7 @@ async def read_body(
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
+            body_scope.deadline = min(last, started + grace + size / min_rate)
     raise fail(408, "the request body arrived too slowly", code="request_timeout")
 
 
@@ -317,6 +433,26 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{text[:40]} is out of range")
     return value
+
+
+class _LongInteger(ValueError):
+    pass
+
+
+def _short_int(text: str) -> int:
+    # A 4,000-digit integer takes a fraction of a millisecond to convert, in
+    # C, holding the interpreter: a body of them kept every other thread
+    # waiting. No field of the platform carries such a number.
+    if len(text.lstrip("-")) > MAX_JSON_INTEGER_DIGITS:
+        raise _LongInteger(text[:40])
+    return int(text)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Decoding calls back into Python for each object (and each number), so
+    # a worker thread decoding a large body lets the event loop's thread run
+    # in between instead of holding the interpreter for the whole body.
+    return dict(pairs)
 
 
 def _check_tree(value: Any, *, check_unicode: bool) -> None:

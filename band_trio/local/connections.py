@@ -15,6 +15,11 @@ byte:
   HTTP/2 ``GOAWAY`` saying ``HTTP_1_1_REQUIRED``, and ``Upgrade: h2c`` is
   ignored (the request is answered in HTTP/1.1). A protocol the platform does
   not use is one it need not defend.
+- A connection ends once its client has gone and none of its requests is
+  being answered (after :data:`_GONE_GRACE` at most, for a request read just
+  before the client went to reach the application); Hypercorn alone would
+  keep one whose client sent something it could not answer until the
+  keep-alive timer fires.
 - A connection whose first request carries a valid key counts against that
   user or agent; one without a key counts against its client address. Each
   may hold at most ``max_per_client`` connections; one more is answered
@@ -32,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import socket
 import struct
 from collections import Counter
@@ -47,7 +53,6 @@ from band_trio.errors import MissingExtraError
 
 try:
     from hypercorn.config import Config
-    from hypercorn.events import Event, Updated
     from hypercorn.protocol.h11 import H11Protocol
     from hypercorn.trio.tcp_server import TCPServer
     from hypercorn.trio.worker_context import WorkerContext
@@ -77,6 +82,10 @@ HEADER_TIMEOUT = 10.0
 MAX_REQUEST_HEAD = 16 * 1024
 """Bytes of request headers read before the guard hands the connection on
 (Hypercorn refuses a longer head itself)."""
+
+_GONE_GRACE = 1.0
+"""Seconds a connection whose client has gone waits for a request it read
+last to reach the application before it ends."""
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 # GOAWAY (type 7) on stream 0: last stream 0, error HTTP_1_1_REQUIRED (0xd).
@@ -135,12 +144,50 @@ class ConnectionStatistics:
     cut_for_room: int = 0
 
 
-class _ReplayStream(trio.abc.HalfCloseableStream):
-    """A socket stream that first hands back bytes already read from it."""
+class _ConnectionEnd:
+    """When one connection has nothing left to do: its client has gone (end
+    of input, or the socket closed) and no request of it is being answered.
 
-    def __init__(self, inner: trio.SocketStream, head: bytes) -> None:
+    Hypercorn keeps such a connection until its keep-alive timer fires (a
+    malformed request, or half a pipelined one, before the client closed);
+    this ends it at once, by cancelling :attr:`scope`, without touching
+    Hypercorn's internals: it watches the stream (:class:`_ReplayStream`)
+    and the application calls (:meth:`app`).
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.scope = trio.CancelScope()
+        self._app = app
+        self._calls = 0
+        self._gone = False
+
+    def client_gone(self) -> None:
+        self._gone = True
+        if not self._calls:
+            # A request read just before the end of input may not have
+            # reached the application yet: give it a moment to.
+            self.scope.deadline = min(self.scope.deadline, trio.current_time() + _GONE_GRACE)
+
+    async def app(self, scope: Any, receive: Any, send: Any) -> None:
+        """The platform's ASGI application, counted while it answers."""
+        self._calls += 1
+        self.scope.deadline = math.inf
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self._calls -= 1
+            if self._gone and not self._calls:
+                self.scope.cancel()
+
+
+class _ReplayStream(trio.abc.HalfCloseableStream):
+    """A socket stream that first hands back bytes already read from it, and
+    says when the client has gone."""
+
+    def __init__(self, inner: trio.SocketStream, head: bytes, end: _ConnectionEnd) -> None:
         self._inner = inner
         self._head = head
+        self._end = end
         self.socket = inner.socket  # Hypercorn reads the peer address from it
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
@@ -148,7 +195,14 @@ class _ReplayStream(trio.abc.HalfCloseableStream):
             head, self._head = self._head, b""
             await trio.lowlevel.checkpoint()
             return head
-        return await self._inner.receive_some(max_bytes)
+        try:
+            data = await self._inner.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._end.client_gone()
+            raise
+        if not data:
+            self._end.client_gone()
+        return data
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._inner.send_all(data)
@@ -160,6 +214,7 @@ class _ReplayStream(trio.abc.HalfCloseableStream):
         await self._inner.send_eof()
 
     async def aclose(self) -> None:
+        self._end.client_gone()
         await self._inner.aclose()
 
 
@@ -170,27 +225,13 @@ async def _stay_on_http1(event: object) -> None:
 
 
 class _Http1Server(TCPServer):
-    """Hypercorn's connection server, with two changes.
+    """Hypercorn's connection server, never switching an HTTP/1.1 connection
+    to HTTP/2: the upgrade header is ignored and the request answered as it is.
 
-    It never switches an HTTP/1.1 connection to HTTP/2: the upgrade header is
-    ignored and the request answered as it is. And a connection whose client
-    has gone ends as soon as nothing is left to answer, rather than when its
-    keep-alive timer fires (which kept a closed connection counted, and its
-    slot taken, for up to ``keep_alive_timeout``).
+    Hypercorn has no setting for this: the server replaces the protocol's
+    private ``H11Protocol._check_protocol`` as the protocol is created
+    (``tests/local/test_http1_server.py`` pins it).
     """
-
-    _client_gone = False
-
-    async def _read_data(self) -> None:
-        await super()._read_data()
-        self._client_gone = True
-        await self.idle_task.stop()
-
-    async def protocol_send(self, event: Event) -> None:
-        if self._client_gone and isinstance(event, Updated) and event.idle:
-            await self.idle_task.stop()  # the answer went out: nothing to wait for
-            return
-        await super().protocol_send(event)
 
     @property
     def protocol(self) -> Any:
@@ -250,7 +291,7 @@ class ConnectionGuard:
     ) -> None:
         self._on_change = on_change
         self._identify = identify
-        self._app = wrap_app(app, config.wsgi_max_body_size, "asgi")
+        self._app = app
         self._config = config
         self._context = WorkerContext(None)
         self._max_per_client = max_per_client
@@ -402,21 +443,23 @@ class ConnectionGuard:
         self._keyless += keyless
         self._accepted += 1
         self._on_change()
+        end = _ConnectionEnd(self._app)
         try:
-            server = _Http1Server(
-                self._app,
-                self._config,
-                self._context,
-                ConnectionState({}),
-                _ReplayStream(stream, head),  # type: ignore[arg-type]
-            )
-            await server.run()
+            with end.scope:
+                server = _Http1Server(
+                    wrap_app(end.app, self._config.wsgi_max_body_size, "asgi"),
+                    self._config,
+                    self._context,
+                    ConnectionState({}),
+                    _ReplayStream(stream, head, end),  # type: ignore[arg-type]
+                )
+                await server.run()
         except Exception as exc:  # one connection's failure is never the server's
             self._failed += 1
             log.warning("a connection from %r failed and was closed: %r", bucket, exc)
+        finally:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
-        finally:
             self._served[bucket] -= 1
             if not self._served[bucket]:
                 del self._served[bucket]

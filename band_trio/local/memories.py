@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from band_trio.local._input import Obj, Query
+from band_trio.local._input import Obj, Query, json_longer_than
 from band_trio.local._paging import cursor_page, offset_page, uses_offset
-from band_trio.local.asgi import json_bytes
 from band_trio.local.model import JSON, AgentRecord, Memory, UserRecord, new_id, now_ts
 from band_trio.local.refusal import fail, forbidden, invalid, not_found
 from band_trio.local.store import MAX_EVENT_METADATA_BYTES, PlatformState
@@ -117,7 +116,7 @@ def create(state: PlatformState, agent: AgentRecord, body: Obj) -> JSON:
         references = meta.list_("references")
         metadata = dict(meta.data)
         # Bounded as an event's: a memory is kept (and served) for as long as it lives.
-        if len(json_bytes(metadata)) > MAX_EVENT_METADATA_BYTES:
+        if json_longer_than(metadata, MAX_EVENT_METADATA_BYTES):
             raise invalid(
                 meta.pointer, f"is too large (maximum is {MAX_EVENT_METADATA_BYTES} bytes)"
             )

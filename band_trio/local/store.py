@@ -30,13 +30,12 @@ platform chooses (and tests):
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 
-from band_trio.local._input import Obj
+from band_trio.local._input import Obj, json_longer_than
 from band_trio.local.directory import ACTIVITY_TTL, Directory
 from band_trio.local.model import (
     JSON,
@@ -367,7 +366,7 @@ class PlatformState(Directory):
                 event.at("content"), f"is too long (maximum is {MAX_EVENT_CHARS} characters)"
             )
         metadata: JSON = dict(metadata_obj.data) if metadata_obj is not None else {}
-        if len(json.dumps(metadata).encode()) > MAX_EVENT_METADATA_BYTES:
+        if json_longer_than(metadata, MAX_EVENT_METADATA_BYTES):
             raise invalid(
                 event.at("metadata"), f"is too large (maximum is {MAX_EVENT_METADATA_BYTES} bytes)"
             )

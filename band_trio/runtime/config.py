@@ -247,10 +247,11 @@ class AgentConfig:
         max_retry_delay: the longest wait before a deferred message is tried
             again (capped by ``idle_resync_interval``): a room never waits
             longer on a mark the platform did not confirm.
-        unsure_post_timeout: seconds a message or event post whose outcome is
-            unknown (a 5xx, a reset or a timeout after sending) is settled
-            inside the tool call (looked up, sent again only when not stored)
-            before the tool raises its error (docs: "Writes under faults").
+        unsure_post_timeout: seconds a write of the tools (a post, a room, a
+            memory, a task, ...) whose outcome is unknown (a 5xx, a reset or a
+            timeout after sending) is settled inside the tool call (read back,
+            sent again only when absent) before the tool raises its error
+            (docs: "Writes under faults").
         idle_reconcile_rate: the ceiling, in calls per second for the whole
             agent, of idle reconciles (the periodic ``/next`` checks of rooms
             with nothing to do), handed out stalest room first. A push a room

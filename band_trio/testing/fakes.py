@@ -1,59 +1,47 @@
-"""``FakeAgentTools``: an in-memory stand-in for :class:`band_trio.tools.AgentTools`
-for adapter unit tests.
+"""``FakeAgentTools``: the real :class:`band_trio.tools.AgentTools` over an
+in-memory platform, for adapter unit tests.
 
-Unlike the official SDK's fake (tools and adapters, "Weak spots" 20) it is not blind:
-mentions resolve against the participants you give it, tool calls are validated
-against the real tool definitions, the schemas are the real schemas, and results
-and errors have the real :class:`~band_trio.tools.ToolResult` shape. Every call is
-recorded and any tool can be scripted to fail.
+Unlike the official SDK's fake (tools and adapters, "Weak spots" 20) it is not blind: it
+*is* ``AgentTools``, posting to an in-memory REST client instead of the platform.
+Mentions resolve against the participants you give it, model tool calls are
+validated, gated and dispatched by ``AgentTools`` itself, the schemas are the real
+schemas, and results and errors are the real ones, so the fake cannot drift from
+the tools it stands for. What it adds: every call is recorded, any tool can be
+scripted to fail and a send can be held, the platform tools beyond posting, the
+roster and room creation answer canned results, and without a roster any mention
+is accepted.
 
 Reference: docs/reference/tools-and-adapters.rst.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+import functools
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 import trio
 
-from band_trio._logging import get_logger
 from band_trio.adapter import (
-    AgentFailure,
     AgentToolsProtocol,
     CustomToolSet,
-    Roster,
     ToolEffect,
-    ToolErrorKind,
     ToolResult,
+    ToolSpec,
     TurnHooks,
-    available_handles,
-    is_visible,
-    resolve_mention,
     to_jsonable,
-    truncate_event_content,
 )
-from band_trio.errors import (
-    BandToolError,
-    RoomExecutionStoppedError,
-    ToolArgumentsError,
-    UnknownParticipantError,
-)
-from band_trio.tools._schema import validate_params
-from band_trio.tools.definitions import (
-    DEFAULT_CAPABILITIES,
-    Capability,
-    SchemaFormat,
-    ToolCategory,
-    get_tool_definition,
-    offered_schemas,
-)
-from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent, Recipient
+from band_trio.errors import BandError, InternalServerError
+from band_trio.testing._memory_rest import MemoryRest, SentEvent, SentMessage
+from band_trio.tools import TOOL_DEFINITIONS, AgentTools, Capability, get_tool_definition
+from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent
 
-logger = get_logger(__name__)
+if TYPE_CHECKING:
+    from band_trio.wire import RestClient
 
 __all__ = ["FakeAgentTools", "RecordedCall", "SentEvent", "SentMessage", "reported_failures"]
 
@@ -70,7 +58,17 @@ def reported_failures(tools: FakeAgentTools) -> list[SentEvent]:
     ]
 
 
-_EVENT_TYPES = frozenset({"tool_call", "tool_result", "thought", "error", "task", "attention"})
+# Inside a recorded tool method: a tool another one runs (the roster read of
+# get_participants) is part of that call, recorded and failed once.
+_IN_TOOL: ContextVar[bool] = ContextVar("band_trio_fake_in_tool", default=False)
+# Inside execute_tool_call: a scripted failure is what the model sees.
+_IN_MODEL_CALL: ContextVar[bool] = ContextVar("band_trio_fake_in_model_call", default=False)
+
+# The tools the in-memory platform serves through AgentTools itself; every
+# other platform tool answers its canned result (``tool_results``).
+_SERVED = frozenset(
+    {"send_message", "send_event", "no_reply", "get_participants", "create_chatroom"}
+)
 
 
 @attrs.frozen
@@ -87,26 +85,6 @@ class RecordedCall:
     args: Mapping[str, Any]
 
 
-@attrs.frozen
-class SentMessage:
-    """A message the fake accepted."""
-
-    id: str
-    content: str
-    mentions: tuple[str, ...]
-    """Resolved participant ids (raw mention strings when no roster was given)."""
-
-
-@attrs.frozen
-class SentEvent:
-    """An event the fake accepted."""
-
-    id: str
-    content: str
-    message_type: str
-    metadata: Mapping[str, Any] | None
-
-
 @attrs.define(eq=False)
 class _Hold:
     matching: str
@@ -116,8 +94,78 @@ class _Hold:
     release: trio.Event = attrs.Factory(trio.Event)
 
 
-class FakeAgentTools:
-    """Records everything, posts nothing. Satisfies ``AgentToolsProtocol``.
+@attrs.define(eq=False)
+class _Recorder:
+    """The turn hooks the fake gives AgentTools: it keeps the replies, effects
+    and failure reports of the turn and passes every call on to the test's hooks."""
+
+    hooks: TurnHooks | None
+    replies: list[str] = attrs.Factory(list)
+    effects: list[ToolEffect] = attrs.Factory(list)
+    failures_reported: int = 0
+
+    @property
+    def message_id(self) -> str | None:
+        return None if self.hooks is None else self.hooks.message_id
+
+    def reply_sent(self, reply_id: str) -> None:
+        self.replies.append(reply_id)
+        if self.hooks is not None:
+            self.hooks.reply_sent(reply_id)
+
+    def reply_intent(self, digest: str) -> None:
+        if self.hooks is not None:
+            self.hooks.reply_intent(digest)
+
+    def reply_settled(self, digest: str) -> None:
+        if self.hooks is not None:
+            self.hooks.reply_settled(digest)
+
+    def failure_reported(self) -> None:
+        self.failures_reported += 1
+        if self.hooks is not None:
+            self.hooks.failure_reported()
+
+    def execution_stopped(self) -> None:
+        if self.hooks is not None:
+            self.hooks.execution_stopped()
+
+    def record_effect(self, effect: ToolEffect) -> None:
+        self.effects.append(effect)
+        if self.hooks is not None:
+            self.hooks.record_effect(effect)
+
+
+@attrs.frozen
+class _ScriptedCustomTools:
+    """Custom tools whose calls fail first as the fake was scripted to."""
+
+    tools: CustomToolSet
+    fake: FakeAgentTools
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tools
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self.tools.get(name)
+
+    def definitions(self) -> Sequence[ToolSpec]:
+        return self.tools.definitions()
+
+    async def invoke(
+        self,
+        definition: ToolSpec,
+        args: Mapping[str, Any] | None,
+        *,
+        record: Callable[[ToolEffect], None] | None = None,
+    ) -> Any:
+        self.fake._fail_if_scripted(definition.name)
+        return await self.tools.invoke(definition, args, record=record)
+
+
+class FakeAgentTools(AgentTools):
+    """:class:`~band_trio.tools.AgentTools` over an in-memory platform: records
+    everything, posts nothing. Satisfies ``AgentToolsProtocol``.
 
     Args:
         participants: the room roster. When given, mentions must resolve against
@@ -126,14 +174,25 @@ class FakeAgentTools:
         agent_id: this agent's id (never a valid mention).
         room_id: the room id reported by the fake.
         hooks: optional turn hooks to forward replies and effects to.
-        capabilities: default capabilities for :meth:`get_tool_schemas`.
-        tool_results: canned successful results by tool name for tools the fake
-            does not implement (default ``{"status": "ok"}``).
+        capabilities: the capabilities the agent offers, as for ``AgentTools``:
+            the default for :meth:`get_tool_schemas`, and only their tools run
+            through :meth:`execute_tool_call`.
+        tool_results: canned successful results by tool name for the tools the
+            in-memory platform does not serve (default ``{"status": "ok"}``);
+            a callable is called with the tool's arguments. A canned
+            ``band_get_participants`` result replaces the roster's, a canned
+            string ``band_create_chatroom`` result the fresh room id.
         custom_tools: custom tools, run for real by :meth:`execute_tool_call`.
+
+    The posts (messages, notices, events, failure reports), ``band_no_reply``,
+    the participant reads and ``band_create_chatroom`` run ``AgentTools``' own
+    code; the messages and events posted land in :attr:`messages_sent` and
+    :attr:`events_sent`.
 
     Scripting failures: :meth:`fail_next` makes the next call of a tool (by tool
     name, e.g. ``"band_send_message"``) raise the given error; through
-    :meth:`execute_tool_call` it becomes an error result like the real one.
+    :meth:`execute_tool_call` it becomes the error result ``AgentTools`` gives
+    for it.
     """
 
     def __init__(
@@ -147,44 +206,96 @@ class FakeAgentTools:
         tool_results: Mapping[str, Any] | None = None,
         custom_tools: CustomToolSet | None = None,
     ) -> None:
-        self.participants = list(participants)
-        self.agent_id = agent_id
-        self.room_id = room_id
-        self.hooks = hooks
+        roster = list(participants)
+        self._platform = MemoryRest([room_id], agent_id=agent_id, participants=roster)
+        self._recorder = _Recorder(hooks)
+        self._any_mention = not roster
         self.capabilities = capabilities
         self.tool_results: dict[str, Any] = dict(tool_results or {})
         self.custom_tools = custom_tools
-        self.offered_tools: frozenset[str] | None = None
         self.calls: list[RecordedCall] = []
-        self.messages_sent: list[SentMessage] = []
-        self.events_sent: list[SentEvent] = []
-        self.effects: list[ToolEffect] = []
-        self.replies: list[str] = []
-        self.failures_reported = 0
         self._failures: dict[str, list[BaseException]] = {}
         self._holds: list[_Hold] = []
-        self._ids = itertools.count(1)
         self._changed = trio.Event()
+        super().__init__(
+            rest=cast("RestClient", self._platform),
+            room_id=room_id,
+            agent_id=agent_id,
+            participants=roster,
+            hooks=self._recorder,
+            capabilities=capabilities,
+            custom_tools=self._scripted(custom_tools),
+        )
+
+    # ------------------------------------------------------------- what it did
+
+    @property
+    def hooks(self) -> TurnHooks | None:
+        """The turn hooks replies, effects and failure reports are passed on to."""
+        return self._recorder.hooks
+
+    @hooks.setter
+    def hooks(self, hooks: TurnHooks | None) -> None:
+        self._recorder.hooks = hooks
+
+    @property
+    def messages_sent(self) -> list[SentMessage]:
+        """The messages posted (replies and notices), in order."""
+        return self._platform.messages_sent
+
+    @property
+    def events_sent(self) -> list[SentEvent]:
+        """The events posted, in order."""
+        return self._platform.events_sent
+
+    @property
+    def replies(self) -> list[str]:
+        """The ids of the messages that count as the turn's reply (no notices)."""
+        return self._recorder.replies
+
+    @property
+    def effects(self) -> list[ToolEffect]:  # type: ignore[override]
+        """The effects of the successful tool calls, in order (a list, which
+        the fake's users compare with lists; ``AgentTools`` gives a tuple)."""
+        return self._recorder.effects
+
+    @property
+    def failures_reported(self) -> int:
+        """How many failure reports :meth:`send_failure` posted."""
+        return self._recorder.failures_reported
 
     # ------------------------------------------------------------- scripting
 
     def fail_next(self, tool_name: str, error: BaseException, *, times: int = 1) -> None:
-        """Make the next ``times`` calls of ``tool_name`` raise ``error``."""
+        """Make the next ``times`` calls of ``tool_name`` raise ``error``.
+
+        Through :meth:`execute_tool_call` the error becomes the error result
+        ``AgentTools`` gives for it, except that an error which is no
+        :class:`~band_trio.errors.BandError` stands for the platform failing
+        the call (an HTTP 500 carrying its text) where ``AgentTools`` would
+        report an internal error of its own without the text.
+        """
         if get_tool_definition(tool_name) is None and not (
             self.custom_tools and tool_name in self.custom_tools
         ):
             raise ValueError(f"unknown tool {tool_name!r}")
         self._failures.setdefault(tool_name, []).extend([error] * times)
 
-    def _maybe_fail(self, tool_name: str) -> None:
+    def _fail_if_scripted(self, tool_name: str) -> None:
         queue = self._failures.get(tool_name)
-        if queue:
-            raise queue.pop(0)
+        if not queue:
+            return
+        error = queue.pop(0)
+        if (
+            _IN_MODEL_CALL.get()
+            and not isinstance(error, BandError)
+            and get_tool_definition(tool_name) is not None
+        ):
+            raise InternalServerError(500, message=str(error)) from error
+        raise error
 
-    def _record(self, effect: ToolEffect) -> None:
-        self.effects.append(effect)
-        if self.hooks is not None:
-            self.hooks.record_effect(effect)
+    def _scripted(self, custom_tools: CustomToolSet | None) -> CustomToolSet | None:
+        return None if custom_tools is None else _ScriptedCustomTools(custom_tools, self)
 
     def _touch(self) -> None:
         self._changed.set()
@@ -209,38 +320,53 @@ class FakeAgentTools:
             hold.release.set()
             self._holds.remove(hold)
 
-    # ------------------------------------------------------------- python API
+    async def _wait_if_held(self, content: str) -> None:
+        hold = next((h for h in self._holds if not h.claimed and h.matching in str(content)), None)
+        if hold is None:
+            return
+        hold.claimed = True
+        hold.started.set()
+        await hold.release.wait()
+        if hold.error is not None:
+            raise hold.error
 
-    def available_mention_handles(self) -> list[str]:
-        """Handles a message may mention (never this agent)."""
-        return available_handles(self.participants, agent_id=self.agent_id)
+    @asynccontextmanager
+    async def _tool_call(
+        self, method: str, tool_name: str, args: Mapping[str, Any]
+    ) -> AsyncIterator[None]:
+        """One recorded call of ``method``: logged, failed if scripted, and the
+        waiters told once it succeeded."""
+        await trio.lowlevel.checkpoint()
+        if _IN_TOOL.get():
+            yield
+            return
+        self.calls.append(RecordedCall(method, dict(args)))
+        self._fail_if_scripted(tool_name)
+        token = _IN_TOOL.set(True)
+        try:
+            yield
+        finally:
+            _IN_TOOL.reset(token)
+        self._touch()
 
-    def _resolve(self, mentions: Iterable[str]) -> tuple[str, ...]:
-        wanted = [mentions] if isinstance(mentions, str) else list(mentions)
-        out: list[str] = []
-        if self.participants:
-            roster = Roster(self.participants)
-            for m in wanted:
-                try:
-                    p = resolve_mention(m, roster, agent_id=self.agent_id)
-                except UnknownParticipantError as exc:
-                    raise BandToolError(str(exc)) from None
-                if p.id == self.agent_id:
-                    raise BandToolError(f"{m!r} is you; mention the participants you address")
-                if p.id not in out:
-                    out.append(p.id)
-        else:
-            out = [m for m in wanted if isinstance(m, str) and m.strip().lstrip("@")]
-        if not out:
-            handles = self.available_mention_handles()
-            hint = (
-                f" Available handles: {', '.join('@' + h for h in handles)}. Use participant "
-                "handles from the list."
-                if handles
-                else ""
-            )
-            raise BandToolError(f"At least one mention is required.{hint}")
-        return tuple(out)
+    def _canned(self, tool_name: str, args: Mapping[str, Any]) -> Any:
+        value = self.tool_results.get(tool_name, {"status": "ok"})
+        if callable(value):
+            value = value(**args)
+        return to_jsonable(value)
+
+    def _resolve_now(self, wanted: Sequence[str]) -> list[ChatParticipant]:
+        # Without a roster the fake takes any non-blank mention as a
+        # participant of that id; with one, AgentTools resolves.
+        named = [m for m in wanted if isinstance(m, str) and m.strip().lstrip("@")]
+        if self._any_mention and named:
+            return [
+                ChatParticipant(id=m, role="member", status="active", type="User", name=m)
+                for m in dict.fromkeys(named)
+            ]
+        return super()._resolve_now(wanted)
+
+    # ------------------------------------------------------------- served tools
 
     async def send_message(
         self,
@@ -249,387 +375,57 @@ class FakeAgentTools:
         *,
         attachment_ids: Sequence[str] | None = None,
     ) -> MessageSent | None:
-        """Like :meth:`AgentTools.send_message`, recorded in :attr:`messages_sent`."""
-        return await self._send(content, mentions, reply=True)
+        """:meth:`AgentTools.send_message`, recorded; the message lands in
+        :attr:`messages_sent`."""
+        args = {"content": content, "mentions": list(mentions)}
+        async with self._tool_call("send_message", "band_send_message", args):
+            await self._wait_if_held(content)
+            return await super().send_message(content, mentions, attachment_ids=attachment_ids)
 
     async def send_notice(self, content: str, mentions: Sequence[str]) -> MessageSent | None:
-        """Like :meth:`send_message` but no effect is recorded and no reply journaled."""
-        return await self._send(content, mentions, reply=False)
-
-    async def _send(
-        self, content: str, mentions: Sequence[str], *, reply: bool
-    ) -> MessageSent | None:
-        await trio.lowlevel.checkpoint()
-        self.calls.append(
-            RecordedCall(
-                "send_message" if reply else "send_notice",
-                {"content": content, "mentions": list(mentions)},
-            )
-        )
-        self._maybe_fail("band_send_message")
-        hold = next((h for h in self._holds if not h.claimed and h.matching in str(content)), None)
-        if hold is not None:
-            hold.claimed = True
-            hold.started.set()
-            await hold.release.wait()
-            if hold.error is not None:
-                raise hold.error
-        if not isinstance(content, str) or not is_visible(content):
-            return None
-        ids = self._resolve(mentions)
-        message = SentMessage(id=f"msg-{next(self._ids)}", content=content, mentions=ids)
-        self.messages_sent.append(message)
-        if reply:
-            self.replies.append(message.id)
-            if self.hooks is not None:
-                self.hooks.reply_sent(message.id)
-            self._record(ToolEffect.REPLY)
-        self._touch()
-        by_id = {p.id: p for p in self.participants}
-        return MessageSent(
-            id=message.id,
-            success=True,
-            recipients=tuple(
-                Recipient(id=i, handle=by_id[i].handle if i in by_id else None) for i in ids
-            ),
-        )
+        """:meth:`AgentTools.send_notice`, recorded: no effect, not a reply."""
+        args = {"content": content, "mentions": list(mentions)}
+        async with self._tool_call("send_notice", "band_send_message", args):
+            await self._wait_if_held(content)
+            return await super().send_notice(content, mentions)
 
     async def send_event(
         self, content: str, message_type: str, metadata: Mapping[str, Any] | None = None
     ) -> EventCreated | None:
-        """Like :meth:`AgentTools.send_event`, recorded in :attr:`events_sent`."""
-        await trio.lowlevel.checkpoint()
-        self.calls.append(
-            RecordedCall(
-                "send_event",
-                {"content": content, "message_type": message_type, "metadata": metadata},
-            )
-        )
-        self._maybe_fail("band_send_event")
-        if message_type not in _EVENT_TYPES:
-            raise BandToolError(f"message_type {message_type!r} is not an event type")
-        if not isinstance(content, str) or not is_visible(content):
-            return None
-        event = SentEvent(
-            id=f"evt-{next(self._ids)}",
-            content=truncate_event_content(content),
-            message_type=message_type,
-            metadata=None if metadata is None else dict(metadata),
-        )
-        self.events_sent.append(event)
-        self._record(ToolEffect.OBSERVE)
-        self._touch()
-        return EventCreated(id=event.id, message_type=message_type, success=True)
-
-    async def send_failure(self, failure: AgentFailure) -> EventCreated | None:
-        """Like :meth:`AgentTools.send_failure`: the ``error`` event of a failure
-        report (see :func:`reported_failures`), and the turn is told."""
-        try:
-            sent = await self.send_event(failure.content, "error", failure.metadata())
-        except RoomExecutionStoppedError:
-            raise
-        except Exception as exc:
-            logger.warning(
-                "room %s: could not post the %s failure report: %r",
-                self.room_id,
-                failure.provider,
-                exc,
-            )
-            return None
-        if sent is not None:
-            self.failures_reported += 1
-            if self.hooks is not None:
-                self.hooks.failure_reported()
-        return sent
-
-    # ------------------------------------------------------------- platform tools
-
-    async def _call_tool(self, method: str, kwargs: dict[str, Any]) -> Any:
-        # A platform tool called as a Python method: recorded under the method
-        # name; scripted failures, canned results and effects as for a model call.
-        await trio.lowlevel.checkpoint()
-        self.calls.append(RecordedCall(method, dict(kwargs)))
-        definition = get_tool_definition(f"band_{method}")
-        assert definition is not None
-        value = await self._run(definition.name, kwargs, definition.effect)
-        self._touch()
-        return value
-
-    async def _call_dict_tool(self, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-        value = await self._call_tool(method, kwargs)
-        return value if isinstance(value, dict) else {"result": value}
+        """:meth:`AgentTools.send_event`, recorded; the event lands in :attr:`events_sent`."""
+        args = {"content": content, "message_type": message_type, "metadata": metadata}
+        async with self._tool_call("send_event", "band_send_event", args):
+            return await super().send_event(content, message_type, metadata)
 
     async def no_reply(self, reason: str | None = None) -> dict[str, str]:
-        """Like :meth:`AgentTools.no_reply`: records a DECLINE effect."""
-        value = await self._call_tool("no_reply", {"reason": reason})
-        return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+        """:meth:`AgentTools.no_reply`, recorded: a DECLINE effect."""
+        async with self._tool_call("no_reply", "band_no_reply", {"reason": reason}):
+            return await super().no_reply(reason)
 
     async def get_participants_list(self) -> list[ChatParticipant]:
-        """The participants given to the fake (recorded, no canned result)."""
-        await trio.lowlevel.checkpoint()
-        self.calls.append(RecordedCall("get_participants_list", {}))
-        self._maybe_fail("band_get_participants")
-        return list(self.participants)
+        """The participants given to the fake (recorded)."""
+        async with self._tool_call("get_participants_list", "band_get_participants", {}):
+            return await super().get_participants_list()
 
     async def get_participants(self) -> list[dict[str, Any]]:
-        """The canned ``band_get_participants`` result, else the participants
-        given to the fake as ``{id, name, handle, type}`` dicts."""
-        if "band_get_participants" in self.tool_results:
-            value = await self._call_tool("get_participants", {})
+        """The canned ``band_get_participants`` result if there is one, else
+        :meth:`AgentTools.get_participants` over the participants given."""
+        async with self._tool_call("get_participants", "band_get_participants", {}):
+            if "band_get_participants" not in self.tool_results:
+                return await super().get_participants()
+            value = self._canned("band_get_participants", {})
+            self._record(ToolEffect.OBSERVE)
             return list(value) if isinstance(value, list) else [value]
-        await self._call_tool("get_participants", {})
-        return [
-            {"id": p.id, "name": p.name, "handle": p.handle, "type": p.type}
-            for p in self.participants
-        ]
-
-    async def lookup_peers(self, page: int = 1, page_size: int = 50) -> dict[str, Any]:
-        """Canned result of ``band_lookup_peers``."""
-        return await self._call_dict_tool("lookup_peers", {"page": page, "page_size": page_size})
-
-    async def add_participant(self, identifier: str, role: str = "member") -> dict[str, Any]:
-        """Canned result of ``band_add_participant``; records an ACT effect."""
-        return await self._call_dict_tool(
-            "add_participant", {"identifier": identifier, "role": role}
-        )
-
-    async def remove_participant(self, identifier: str) -> dict[str, Any]:
-        """Canned result of ``band_remove_participant``; records an ACT effect."""
-        return await self._call_dict_tool("remove_participant", {"identifier": identifier})
 
     async def create_chatroom(self, task_id: str | None = None) -> str:
-        """The canned ``band_create_chatroom`` result when it is a string, else a
-        fresh fake room id."""
-        value = await self._call_tool("create_chatroom", {"task_id": task_id})
-        return value if isinstance(value, str) else f"room-{next(self._ids)}"
-
-    async def list_contacts(self, page: int = 1, page_size: int = 50) -> dict[str, Any]:
-        """Canned result of ``band_list_contacts``."""
-        return await self._call_dict_tool("list_contacts", {"page": page, "page_size": page_size})
-
-    async def add_contact(self, handle: str, message: str | None = None) -> dict[str, Any]:
-        """Canned result of ``band_add_contact``."""
-        return await self._call_dict_tool("add_contact", {"handle": handle, "message": message})
-
-    async def remove_contact(
-        self, handle: str | None = None, contact_id: str | None = None
-    ) -> dict[str, Any]:
-        """Canned result of ``band_remove_contact``."""
-        return await self._call_dict_tool(
-            "remove_contact", {"handle": handle, "contact_id": contact_id}
-        )
-
-    async def list_contact_requests(
-        self, page: int = 1, page_size: int = 50, sent_status: str = "pending"
-    ) -> dict[str, Any]:
-        """Canned result of ``band_list_contact_requests``."""
-        return await self._call_dict_tool(
-            "list_contact_requests",
-            {"page": page, "page_size": page_size, "sent_status": sent_status},
-        )
-
-    async def respond_contact_request(
-        self, action: str, handle: str | None = None, request_id: str | None = None
-    ) -> dict[str, Any]:
-        """Canned result of ``band_respond_contact_request``."""
-        return await self._call_dict_tool(
-            "respond_contact_request",
-            {"action": action, "handle": handle, "request_id": request_id},
-        )
-
-    async def list_memories(
-        self,
-        subject_id: str | None = None,
-        scope: str | None = None,
-        system: str | None = None,
-        type: str | None = None,
-        segment: str | None = None,
-        content_query: str | None = None,
-        page_size: int = 50,
-        status: str | None = None,
-    ) -> dict[str, Any]:
-        """Canned result of ``band_list_memories``."""
-        return await self._call_dict_tool(
-            "list_memories",
-            {
-                "subject_id": subject_id,
-                "scope": scope,
-                "system": system,
-                "type": type,
-                "segment": segment,
-                "content_query": content_query,
-                "page_size": page_size,
-                "status": status,
-            },
-        )
-
-    async def store_memory(
-        self,
-        content: str,
-        system: str,
-        type: str,
-        segment: str,
-        thought: str,
-        scope: str,
-        subject_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Canned result of ``band_store_memory``."""
-        return await self._call_dict_tool(
-            "store_memory",
-            {
-                "content": content,
-                "system": system,
-                "type": type,
-                "segment": segment,
-                "thought": thought,
-                "scope": scope,
-                "subject_id": subject_id,
-                "metadata": metadata,
-            },
-        )
-
-    async def get_memory(self, memory_id: str) -> dict[str, Any]:
-        """Canned result of ``band_get_memory``."""
-        return await self._call_dict_tool("get_memory", {"memory_id": memory_id})
-
-    async def supersede_memory(self, memory_id: str) -> dict[str, Any]:
-        """Canned result of ``band_supersede_memory``."""
-        return await self._call_dict_tool("supersede_memory", {"memory_id": memory_id})
-
-    async def archive_memory(self, memory_id: str) -> dict[str, Any]:
-        """Canned result of ``band_archive_memory``."""
-        return await self._call_dict_tool("archive_memory", {"memory_id": memory_id})
-
-    async def list_room_files(self, cursor: str | None = None) -> dict[str, Any]:
-        """Canned result of ``band_list_room_files``."""
-        return await self._call_dict_tool("list_room_files", {"cursor": cursor})
-
-    async def read_room_file(self, file_id: str) -> dict[str, Any]:
-        """Canned result of ``band_read_room_file``."""
-        return await self._call_dict_tool("read_room_file", {"file_id": file_id})
-
-    async def send_room_file(
-        self,
-        content: str,
-        filename: str,
-        mentions: Sequence[str],
-        caption: str = "",
-    ) -> dict[str, Any]:
-        """Canned result of ``band_send_room_file``; records a REPLY effect."""
-        return await self._call_dict_tool(
-            "send_room_file",
-            {
-                "content": content,
-                "filename": filename,
-                "mentions": list(mentions),
-                "caption": caption,
-            },
-        )
-
-    async def list_tasks(
-        self, state: str | None = None, cursor: str | None = None, limit: int | None = None
-    ) -> dict[str, Any]:
-        """Canned result of ``band_list_tasks``."""
-        return await self._call_dict_tool(
-            "list_tasks", {"state": state, "cursor": cursor, "limit": limit}
-        )
-
-    async def create_task(
-        self, subject: str, detail: str | None = None, supersedes_id: str | None = None
-    ) -> dict[str, Any]:
-        """Canned result of ``band_create_task``."""
-        return await self._call_dict_tool(
-            "create_task", {"subject": subject, "detail": detail, "supersedes_id": supersedes_id}
-        )
-
-    async def get_task(self, id: str, include: str | None = None) -> dict[str, Any]:
-        """Canned result of ``band_get_task``."""
-        return await self._call_dict_tool("get_task", {"id": id, "include": include})
-
-    async def update_task(
-        self,
-        id: str,
-        status: str | None = None,
-        active_form: str | None = None,
-        comment: str | None = None,
-        subject: str | None = None,
-        detail: str | None = None,
-        state: str | None = None,
-    ) -> dict[str, Any]:
-        """Canned result of ``band_update_task``."""
-        return await self._call_dict_tool(
-            "update_task",
-            {
-                "id": id,
-                "status": status,
-                "active_form": active_form,
-                "comment": comment,
-                "subject": subject,
-                "detail": detail,
-                "state": state,
-            },
-        )
-
-    async def get_task_history(
-        self, id: str, cursor: str | None = None, limit: int | None = None
-    ) -> dict[str, Any]:
-        """Canned result of ``band_get_task_history``."""
-        return await self._call_dict_tool(
-            "get_task_history", {"id": id, "cursor": cursor, "limit": limit}
-        )
-
-    async def get_board(self, include: str | None = None) -> dict[str, Any]:
-        """Canned result of ``band_get_board``."""
-        return await self._call_dict_tool("get_board", {"include": include})
-
-    async def set_board(
-        self, goal_title: str | None = None, goal_summary: str | None = None
-    ) -> dict[str, Any]:
-        """Canned result of ``band_set_board``."""
-        return await self._call_dict_tool(
-            "set_board", {"goal_title": goal_title, "goal_summary": goal_summary}
-        )
-
-    # ------------------------------------------------------------- model API
-
-    def get_tool_schemas(
-        self,
-        fmt: SchemaFormat,
-        *,
-        capabilities: Iterable[Capability | str] | None = None,
-        include_tools: Iterable[str] | None = None,
-        exclude_tools: Iterable[str] | None = None,
-        include_categories: Iterable[ToolCategory | str] | None = None,
-        custom_tools: CustomToolSet | None = None,
-    ) -> list[dict[str, Any]]:
-        """The real schemas (see :func:`band_trio.tools.get_tool_schemas`).
-
-        As with the real tools, the platform tools returned become the only ones
-        :meth:`execute_tool_call` accepts.
-        """
-        if capabilities is None:
-            capabilities = (
-                self.capabilities if self.capabilities is not None else DEFAULT_CAPABILITIES
-            )
-        schemas, offered = offered_schemas(
-            fmt,
-            capabilities=capabilities,
-            include_tools=include_tools,
-            exclude_tools=exclude_tools,
-            include_categories=include_categories,
-            custom_tools=custom_tools if custom_tools is not None else self.custom_tools,
-        )
-        self.offered_tools = (self.offered_tools or frozenset()) | offered
-        return schemas
-
-    def get_anthropic_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
-        """:meth:`get_tool_schemas` in Anthropic's format."""
-        return self.get_tool_schemas("anthropic", **kwargs)
-
-    def get_openai_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
-        """:meth:`get_tool_schemas` in OpenAI's format."""
-        return self.get_tool_schemas("openai", **kwargs)
+        """The canned ``band_create_chatroom`` result when it is a string, else
+        a fresh room id from :meth:`AgentTools.create_chatroom`."""
+        async with self._tool_call("create_chatroom", "band_create_chatroom", {"task_id": task_id}):
+            value = self._canned("band_create_chatroom", {"task_id": task_id})
+            if not isinstance(value, str):
+                return await super().create_chatroom(task_id)
+            self._record(ToolEffect.ACT)
+            return value
 
     async def execute_tool_call(
         self,
@@ -638,76 +434,21 @@ class FakeAgentTools:
         *,
         custom_tools: CustomToolSet | None = None,
     ) -> ToolResult:
-        """Validate like the real dispatcher, then run the fake.
-
-        ``band_send_message``, ``band_send_event`` and ``band_no_reply`` behave
-        like the Python methods; any other platform tool returns its canned
-        result from ``tool_results``. Never raises but ``trio.Cancelled``.
-        """
+        """:meth:`AgentTools.execute_tool_call`, recorded under the tool name
+        (the Python method it runs is recorded after it). Never raises but
+        ``trio.Cancelled``."""
         await trio.lowlevel.checkpoint()
         self.calls.append(RecordedCall(str(name), dict(args) if isinstance(args, Mapping) else {}))
-        custom = custom_tools if custom_tools is not None else self.custom_tools
-        definition = get_tool_definition(name) if isinstance(name, str) else None
-        if definition is None and custom is not None and isinstance(name, str) and name in custom:
-            custom_def = custom.get(name)
-            assert custom_def is not None
-            try:
-                self._maybe_fail(name)
-                value = await custom.invoke(custom_def, args, record=self._record)
-            except ToolArgumentsError as exc:
-                return ToolResult.error(name, ToolErrorKind.INVALID_ARGUMENTS, str(exc))
-            except Exception as exc:
-                return ToolResult.error(
-                    name, ToolErrorKind.TOOL_ERROR, f"Error executing {name}: {exc}"
-                )
-            self._touch()
-            return ToolResult.ok(name, value)
-        if definition is None:
-            return ToolResult.error(str(name), ToolErrorKind.UNKNOWN_TOOL, f"Unknown tool: {name}")
-        if self.offered_tools is not None and definition.name not in self.offered_tools:
-            return ToolResult.error(
-                name,
-                ToolErrorKind.NOT_OFFERED,
-                f"Error executing {name}: this tool is not available to you here; use only "
-                "the tools you were given.",
-            )
+        token = _IN_MODEL_CALL.set(True)
         try:
-            kwargs = validate_params(definition.name, definition.params, args)
-            if definition.input_model is not None:
-                try:
-                    definition.input_model(**kwargs)
-                except ValueError as exc:
-                    raise ToolArgumentsError(definition.name, (str(exc),)) from None
-            value = await self._run(definition.name, kwargs, definition.effect)
-        except ToolArgumentsError as exc:
-            return ToolResult.error(name, ToolErrorKind.INVALID_ARGUMENTS, str(exc))
-        except (BandToolError, UnknownParticipantError) as exc:
-            return ToolResult.error(
-                name, ToolErrorKind.TOOL_ERROR, f"Error executing {name}: {exc}"
+            result = await super().execute_tool_call(
+                name, args, custom_tools=self._scripted(custom_tools)
             )
-        except Exception as exc:
-            return ToolResult.error(
-                name, ToolErrorKind.PLATFORM_ERROR, f"Error executing {name}: {exc}"
-            )
-        self._touch()
-        return ToolResult.ok(name, value)
-
-    async def _run(self, name: str, kwargs: dict[str, Any], effect: ToolEffect) -> Any:
-        if name == "band_send_message":
-            return await self.send_message(kwargs["content"], kwargs["mentions"])
-        if name == "band_send_event":
-            return await self.send_event(
-                kwargs["content"], kwargs["message_type"], kwargs.get("metadata")
-            )
-        self._maybe_fail(name)
-        if name == "band_no_reply":
-            value: Any = {"status": "no_reply"}
-        else:
-            value = self.tool_results.get(name, {"status": "ok"})
-            if callable(value):
-                value = value(**kwargs)
-        self._record(effect)
-        return to_jsonable(value)
+        finally:
+            _IN_MODEL_CALL.reset(token)
+        if not result.is_error:
+            self._touch()
+        return result
 
     # ------------------------------------------------------------- assertions
 
@@ -770,6 +511,36 @@ class FakeAgentTools:
     async def wait_until_said(self, fragment: str, times: int = 1) -> None:
         """Wait until ``times`` messages containing ``fragment`` were sent."""
         await self.wait_until(lambda t: sum(fragment in c for c in t.chat) >= times)
+
+
+def _canned_tool(method: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The fake's ``method``: the canned result of its tool, recorded, with the
+    tool's effect; the signature is ``AgentTools``' own."""
+    real = getattr(AgentTools, method)
+    signature = inspect.signature(real)
+    definition = get_tool_definition(f"band_{method}")
+    assert definition is not None
+
+    async def canned(self: FakeAgentTools, /, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        given = {k: v for k, v in bound.arguments.items() if k != "self"}
+        async with self._tool_call(method, definition.name, given):
+            value = self._canned(definition.name, given)
+            self._record(definition.effect)
+        return value if isinstance(value, dict) else {"result": value}
+
+    functools.update_wrapper(canned, real)
+    canned.__module__ = __name__
+    canned.__qualname__ = f"FakeAgentTools.{method}"
+    canned.__doc__ = f"The canned result of ``{definition.name}`` (``tool_results``), recorded."
+    return canned
+
+
+for _definition in TOOL_DEFINITIONS:
+    _method = _definition.name.removeprefix("band_")
+    if _method not in _SERVED:
+        setattr(FakeAgentTools, _method, _canned_tool(_method))
 
 
 def _conforms(tools: FakeAgentTools) -> AgentToolsProtocol:

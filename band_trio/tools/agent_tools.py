@@ -64,6 +64,7 @@ from band_trio.tools.definitions import (
 from band_trio.tools.memory_tools import MemoryTools
 from band_trio.tools.reply_digest import reply_digest
 from band_trio.tools.room_file_tools import RoomFileTools
+from band_trio.tools.settled_writes import WriteLocks, collect, create_once
 from band_trio.tools.task_tools import TaskTools
 from band_trio.tools.unsure_posts import (
     DEFAULT_UNSURE_POST_POLICY,
@@ -75,6 +76,7 @@ from band_trio.tools.unsure_posts import (
 )
 from band_trio.wire.models import (
     ChatParticipant,
+    ChatRoom,
     EventCreated,
     MentionRequest,
     MessageSent,
@@ -195,7 +197,12 @@ class AgentTools:
             the tool call (:mod:`band_trio.tools.unsure_posts`). Default: the
             hooks, when they can (the engine's can); without one such a post
             raises at once.
-        unsure_posts: how long and how often such a post is looked up.
+        unsure_posts: how long and how often such a post, or any other
+            write whose outcome is unknown, is looked up.
+        write_locks: the agent's creation locks, shared by its turns so that
+            two creations of the same thing never take each other's result
+            (:mod:`band_trio.tools.settled_writes`). Default: this object's
+            own.
     """
 
     def __init__(
@@ -212,6 +219,7 @@ class AgentTools:
         unserved: frozenset[Capability] = frozenset(),
         find_post: PostFinder | None = None,
         unsure_posts: UnsurePostPolicy = DEFAULT_UNSURE_POST_POLICY,
+        write_locks: WriteLocks | None = None,
     ) -> None:
         self._rest = rest
         if find_post is None and isinstance(hooks, PostFinder):
@@ -223,10 +231,13 @@ class AgentTools:
         self._own_posts: list[str] = []
         self._unserved = frozenset(unserved)
         # The contact operations shared with CALLBACK handlers (one implementation).
-        self._contacts = ContactTools(rest)
-        self._memories = MemoryTools(rest)
+        self._locks = write_locks if write_locks is not None else WriteLocks()
+        self._contacts = ContactTools(rest, policy=unsure_posts)
+        self._memories = MemoryTools(rest, policy=unsure_posts, locks=self._locks)
         self._files = RoomFileTools(rest, room_id)
-        self._tasks = TaskTools(rest, room_id)
+        self._tasks = TaskTools(
+            rest, room_id, agent_id=agent_id, policy=unsure_posts, locks=self._locks
+        )
         self._room_id = room_id
         self._agent_id = agent_id
         self._participants: list[ChatParticipant] = list(participants)
@@ -657,9 +668,28 @@ class AgentTools:
     async def create_chatroom(self, task_id: str | None = None) -> str:
         """Create a room owned by this agent and return its id.
 
-        The tools object stays bound to the current room.
+        The tools object stays bound to the current room. When the outcome is
+        unknown, the room is the one new room for ``task_id`` that this agent
+        owns (the agent's rooms are read before the write).
         """
-        room = await self._rest.create_chat(task_id=task_id)
+
+        async def alike() -> list[ChatRoom]:
+            return await collect(self._rest.iter_chats(), lambda r: r.task_id == task_id)
+
+        async def owned(room: ChatRoom) -> bool:
+            roster = await self._rest.list_participants(room.id)
+            return any(p.id == self._agent_id and p.role == "owner" for p in roster)
+
+        room = await create_once(
+            lambda: self._rest.create_chat(task_id=task_id),
+            existing=alike,
+            key_of=lambda r: r.id,
+            policy=self._unsure,
+            locks=self._locks,
+            lock_key=("room", task_id),
+            what="room",
+            made_here=owned,
+        )
         return room.id
 
     # -------------------------------------------------------------- contacts

@@ -13,6 +13,9 @@ from band_trio.adapter.tool_results import to_jsonable
 from band_trio.errors import BandToolError, UnprocessableEntityError
 from band_trio.tools._schema import check_resource_id
 from band_trio.tools.inputs import memory_metadata, types_for_system
+from band_trio.tools.settled_writes import WriteLocks, collect, create_once
+from band_trio.tools.unsure_posts import DEFAULT_UNSURE_POST_POLICY, UnsurePostPolicy, settle_write
+from band_trio.wire.models import AgentMemory
 from band_trio.wire.rest import RestClient
 
 __all__ = ["MemoryTools"]
@@ -26,12 +29,27 @@ _ORG_SCOPE_HINT = (
 class MemoryTools:
     """The memory tools, on the agent's REST client.
 
+    A write whose outcome is unknown is settled inside the call
+    (:mod:`band_trio.tools.settled_writes`): a stored memory is found among
+    the agent's memories with the same content that were not there before
+    the write; a transition is read back from the memory's status.
+
     Args:
         rest: the REST client.
+        policy: how long and how often an unknown outcome is looked up.
+        locks: the agent's creation locks (default: this object's own).
     """
 
-    def __init__(self, rest: RestClient) -> None:
+    def __init__(
+        self,
+        rest: RestClient,
+        *,
+        policy: UnsurePostPolicy = DEFAULT_UNSURE_POST_POLICY,
+        locks: WriteLocks | None = None,
+    ) -> None:
         self._rest = rest
+        self._policy = policy
+        self._locks = locks if locks is not None else WriteLocks()
 
     async def list_memories(
         self,
@@ -95,17 +113,39 @@ class MemoryTools:
                 "scope 'subject' needs subject_id; retry with scope 'agent' if you do "
                 "not know the subject's id"
             )
-        try:
-            memory = await self._rest.create_memory(
-                content,
+        wanted = content.strip()
+
+        async def alike() -> list[AgentMemory]:
+            memories = self._rest.iter_memories(
+                limit=100,
+                status="active",
+                scope=scope,
+                subject_id=subject_id,
                 system=system,
                 type=type,
                 segment=segment,
-                thought=thought,
-                scope=scope,
-                subject_id=subject_id,
-                tags=tags,
-                references=references,
+            )
+            return await collect(memories, lambda m: m.content.strip() == wanted)
+
+        try:
+            memory = await create_once(
+                lambda: self._rest.create_memory(
+                    content,
+                    system=system,
+                    type=type,
+                    segment=segment,
+                    thought=thought,
+                    scope=scope,
+                    subject_id=subject_id,
+                    tags=tags,
+                    references=references,
+                ),
+                existing=alike,
+                key_of=lambda m: m.id,
+                policy=self._policy,
+                locks=self._locks,
+                lock_key=("memory", scope, subject_id, system, type, segment, wanted),
+                what="memory",
             )
         except UnprocessableEntityError as exc:
             if exc.code == "org_scope_requires_organization":
@@ -121,10 +161,28 @@ class MemoryTools:
 
     async def supersede_memory(self, memory_id: str) -> dict[str, Any]:
         """The ``band_supersede_memory`` tool (see :meth:`AgentTools.supersede_memory`)."""
-        memory = await self._rest.supersede_memory(check_resource_id(memory_id, "memory_id"))
+        memory_id = check_resource_id(memory_id, "memory_id")
+        memory = await settle_write(
+            lambda: self._rest.supersede_memory(memory_id),
+            verify=lambda: self._in_status(memory_id, "superseded"),
+            policy=self._policy,
+            what="memory supersession",
+        )
         return dict(to_jsonable(memory))
 
     async def archive_memory(self, memory_id: str) -> dict[str, Any]:
         """The ``band_archive_memory`` tool (see :meth:`AgentTools.archive_memory`)."""
-        memory = await self._rest.archive_memory(check_resource_id(memory_id, "memory_id"))
+        memory_id = check_resource_id(memory_id, "memory_id")
+        memory = await settle_write(
+            lambda: self._rest.archive_memory(memory_id),
+            verify=lambda: self._in_status(memory_id, "archived"),
+            policy=self._policy,
+            what="memory archival",
+        )
         return dict(to_jsonable(memory))
+
+    async def _in_status(self, memory_id: str, status: str) -> AgentMemory | None:
+        """The memory when the platform shows it in ``status`` (the
+        transition took effect), else None."""
+        memory = await self._rest.get_memory(memory_id)
+        return memory if memory.status == status else None

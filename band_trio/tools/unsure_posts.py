@@ -153,8 +153,9 @@ async def settle_write(
 
     After a failure that leaves the outcome unknown, ``verify()`` reads the
     platform: it returns proof the write took effect, or None when it did
-    not (then the write is sent again); it raises a BandError when the read
-    failed (read again later) and any other exception when it cannot tell.
+    not (then the write is sent again); it raises a retryable BandError when
+    the read failed (read again later) and any other exception when it
+    cannot tell.
 
     Returns:
         ``send()``'s answer, or ``verify()``'s proof.
@@ -162,7 +163,8 @@ async def settle_write(
     Raises:
         Exception: what ``send()`` raised when it proves nothing was done, or
             when the outcome is still unknown ``policy.give_up_after`` seconds
-            after the first doubt, or when ``verify()`` cannot tell.
+            after the first doubt, or when ``verify()`` cannot tell (a read
+            refused for good included).
     """
     deadline: float | None = None
     checks = 0
@@ -191,6 +193,9 @@ async def settle_write(
             try:
                 found = await verify()
             except BandError as exc:
+                if not exc.retryable:
+                    # A refused read (gone, forbidden) will not succeed later.
+                    raise error from exc
                 logger.info("could not check a %s yet: %s", what, exc)
                 continue
             except Exception as exc:

@@ -20,8 +20,9 @@ import trio.testing
 from band_trio import Agent, AgentConfig, SimpleAdapter, open_agent
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage
 from band_trio.local import HumanClient, LocalPlatform
+from band_trio.testing._memory_rest import MemoryRest
 
-from .platform_fakes import FakePlatform, FakeRuntime
+from .platform_fakes import ROOM, FakeRuntime
 
 TURN_SECONDS = 1000.0
 
@@ -69,7 +70,7 @@ class SlowAdapter(SimpleAdapter[HistoryProvider]):
 
 
 def _agent(
-    platform: FakePlatform,
+    platform: MemoryRest,
     adapter: SimpleAdapter[HistoryProvider],
     state: Path | None,
     **cfg: float,
@@ -81,7 +82,7 @@ def _agent(
 async def test_cancelling_serve_cancels_the_turn_at_once_and_leaves_the_message(
     autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     mid = platform.add("hello")
     adapter = SlowAdapter()
     agent = _agent(platform, adapter, tmp_path)
@@ -101,7 +102,7 @@ async def test_cancelling_serve_cancels_the_turn_at_once_and_leaves_the_message(
     # Left processing for the next start, with no settlement at all.
     assert platform.status[mid] == "processing"
     assert platform.settled(mid) == []
-    assert platform.replies == []
+    assert platform.chat == []
 
     # The next start runs it again (its attempt was not charged) and settles
     # it exactly once.
@@ -115,13 +116,13 @@ async def test_cancelling_serve_cancels_the_turn_at_once_and_leaves_the_message(
         nursery.cancel_scope.cancel()
     assert adapter2.finished == 1
     assert platform.settled(mid) == ["processed"]
-    assert platform.replies == ["done: hello"]
+    assert platform.chat == ["done: hello"]
 
 
 async def test_a_hanging_on_cleanup_bounds_the_cancellation_at_cleanup_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     platform.add("hello")
     adapter = SlowAdapter()
     adapter.hang_cleanup = True
@@ -140,7 +141,7 @@ async def test_a_hanging_on_cleanup_bounds_the_cancellation_at_cleanup_timeout(
 async def test_request_shutdown_lets_the_running_turn_finish(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     mid = platform.add("hello")
     adapter = SlowAdapter(seconds=20.0)
     agent = _agent(platform, adapter, None)
@@ -158,7 +159,7 @@ async def test_request_shutdown_lets_the_running_turn_finish(
 async def test_cancelling_during_a_graceful_drain_cancels_the_turn_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     mid = platform.add("hello")
     adapter = SlowAdapter()
     agent = _agent(platform, adapter, None)
@@ -180,7 +181,7 @@ async def test_cancelling_during_a_graceful_drain_cancels_the_turn_at_once(
 async def test_first_signal_drains_and_a_second_one_forces(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     mid = platform.add("hello")
     adapter = SlowAdapter()
     config = AgentConfig(state_dir=None)
@@ -300,7 +301,7 @@ async def test_cleanup_all_runs_when_start_up_fails_after_on_started(
     """Once the adapter started, it is cleaned up whatever fails next (here
     building the link), so an adapter's own resources (a thread, a client)
     never outlive ``serve``."""
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     adapter = SlowAdapter()
     agent = Agent(
         _LinkFailsRuntime(platform, AgentConfig(state_dir=tmp_path)),

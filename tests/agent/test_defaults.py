@@ -14,8 +14,9 @@ import trio.testing
 from band_trio import Agent, AgentConfig, BandConfigError, SimpleAdapter
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage
 from band_trio.runtime.config import DEFAULT_MAX_WORKING_STATE, DEFAULT_TURN_TIMEOUT
+from band_trio.testing._memory_rest import MemoryRest
 
-from .platform_fakes import KEY, FakePlatform, FakeRuntime
+from .platform_fakes import KEY, ROOM, FakeRuntime
 
 ENV = {"BAND_AGENT_ID": "agent-1", "BAND_API_KEY": KEY, "BAND_REST_URL": "http://127.0.0.1:9"}
 
@@ -59,7 +60,7 @@ def test_the_default_turn_timeout_is_above_the_model_clients_own() -> None:
 async def test_a_hung_turn_is_ended_by_the_default_turn_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     mid = platform.add("hello")
     adapter = Hang()
     agent = Agent(FakeRuntime(platform, AgentConfig(state_dir=None, max_attempts=1)), adapter)
@@ -77,7 +78,7 @@ async def test_a_hung_turn_is_ended_by_the_default_turn_timeout(
 async def test_working_keep_alives_stop_by_default_even_without_a_turn_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     platform.add("hello")
     adapter = Hang()
     agent = Agent(FakeRuntime(platform, AgentConfig(state_dir=None, turn_timeout=None)), adapter)
@@ -123,7 +124,7 @@ async def test_an_embedded_agent_leaves_the_signals_to_the_application() -> None
     """Started with nursery.start (the default for every entry point), the
     agent installs no signal handler: Ctrl+C stays the application's."""
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     platform.add("hello")
     adapter = Hang()
     running = trio.Event()
@@ -139,7 +140,7 @@ async def test_an_embedded_agent_leaves_the_signals_to_the_application() -> None
 
 async def test_handle_signals_true_installs_the_handlers_when_embedded() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     platform.add("hello")
     adapter = Hang()
     running = trio.Event()
@@ -156,7 +157,7 @@ async def test_handle_signals_true_installs_the_handlers_when_embedded() -> None
 def test_an_agent_run_as_the_program_handles_the_signals() -> None:
     """``trio.run(agent.serve)``: the default handles SIGINT/SIGTERM (graceful)."""
     before = signal.getsignal(signal.SIGTERM)
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     platform.add("hello")
     adapter = Hang()
     agent = Agent(FakeRuntime(platform, AgentConfig(state_dir=None)), adapter)

@@ -22,14 +22,20 @@ import pytest
 import trio
 import trio.testing
 
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.reconcile_budget import ReconcileBudget
+from band_trio.runtime.core.rest_messages import event_from_rest
 from band_trio.runtime.engine import AgentEngine
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
-from band_trio.runtime.reconcile_budget import ReconcileBudget
-from band_trio.runtime.rest_messages import event_from_rest
 from band_trio.runtime.room import RoomServices
-from band_trio.wire.models import ChatMessage, ChatParticipant, CursorPage, MessageStatus
+from band_trio.wire.models import (
+    ChatMessage,
+    ChatParticipant,
+    CursorPage,
+    MessageSent,
+    MessageStatus,
+)
 
 from ..runtime.room.fakes import AGENT, TS, Adapter, FakeTools
 
@@ -189,6 +195,11 @@ class ManyRooms:
     async def report_activity(self, chat_id: str, working: bool, activity: Any = None) -> bool:
         await trio.lowlevel.checkpoint()
         return working
+
+    async def send_message(self, chat_id: str, content: str, mentions: Any) -> MessageSent:
+        await trio.lowlevel.checkpoint()
+        self.replies.append(content)
+        return MessageSent(id=f"r{len(self.replies)}", success=True)
 
 
 class InstantLink:

@@ -207,3 +207,58 @@ async def test_removed_room_with_hanging_cleanup_blocks_nothing(band_platform) -
             assert adapter.log.count(f"enter {leaving}") == 1
             assert adapter.log.count(f"enter {staying}") == 1
             s.assert_exactly_once(staying, {mid: word})
+
+
+class BackgroundAdapter(CleanupAdapter):
+    """Runs background work for the agent's lifetime and logs its life."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+        self.started_work = trio.Event()
+
+    async def run_background(self) -> None:
+        self.log.append("enter background")
+        self.started_work.set()
+        if self.fail:
+            raise RuntimeError("background work broke")
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            self.log.append("cancelled background")
+            raise
+
+
+async def test_background_work_runs_while_serving_and_ends_before_cleanup_all(
+    band_platform,
+) -> None:  # type: ignore[no-untyped-def]
+    """``run_background`` starts once the agent serves, runs alongside the
+    turns, and is cancelled before ``cleanup_all`` (after the room's cleanup)."""
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = BackgroundAdapter()
+            async with serving(s.make_agent(adapter, fast_config())):
+                await adapter.started_work.wait()
+                mid = await s.post(room_id, token())
+                await s.wait_for(lambda: s.processed(room_id, mid))
+                assert adapter.log == ["enter background"]
+            log = adapter.log
+            assert log.count("enter background") == 1
+            assert log.index("cancelled background") > log.index(f"done {room_id}")
+            assert log[-2:] == ["enter cleanup_all", "done cleanup_all"]
+
+
+async def test_failing_background_work_is_logged_and_the_agent_serves_on(
+    band_platform, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    with trio.fail_after(30):
+        async with scene(band_platform) as s:
+            room_id = await s.new_room()
+            adapter = BackgroundAdapter(fail=True)
+            async with serving(s.make_agent(adapter, fast_config())):
+                await adapter.started_work.wait()
+                mid = await s.post(room_id, token())
+                await s.wait_for(lambda: s.processed(room_id, mid))
+            assert "adapter run_background failed" in caplog.text
+            assert adapter.log[-2:] == ["enter cleanup_all", "done cleanup_all"]

@@ -10,11 +10,12 @@ import trio.testing
 from band_trio import Agent, AgentConfig, SimpleAdapter, open_agent
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage
 from band_trio.local import HumanClient, LocalPlatform
-from band_trio.runtime.turn_durations import TurnDurations, TurnDurationStatistics
+from band_trio.runtime.core.turn_durations import TurnDurations, TurnDurationStatistics
+from band_trio.testing._memory_rest import MemoryRest
 from band_trio.wire.link import LinkStatistics
 from band_trio.wire.rest import RestStatistics
 
-from .platform_fakes import FakePlatform, FakeRuntime
+from .platform_fakes import ROOM, FakeRuntime
 
 
 def test_percentiles_are_nearest_rank_over_the_recent_window() -> None:
@@ -58,7 +59,7 @@ class Timed(SimpleAdapter[HistoryProvider]):
 
 
 async def test_turn_durations_are_reported(autojump_clock: trio.testing.MockClock) -> None:
-    platform = FakePlatform()
+    platform = MemoryRest([ROOM])
     ids = [platform.add(str(seconds)) for seconds in (3, 1, 2)]
     agent = Agent(FakeRuntime(platform, AgentConfig(state_dir=None)), Timed())
     assert agent.statistics().turn_durations.count == 0

@@ -1,18 +1,21 @@
 """What an attacker sends the local platform, and that it still answers afterwards.
 
 Each test sends one kind of hostile input (an HTTP/2 body before any key,
-bodies without a key, stalled uploads, numbers JSON cannot carry, digits of
-other scripts or by the thousand, non-ASCII keys, forged log lines, oversized
-WebSocket messages, too many connections) and then checks, with an ordinary
+bodies without a key, stalled or trickled bodies, bodies costly to decode,
+numbers JSON cannot carry, digits of other scripts or by the thousand,
+non-ASCII keys, forged log lines, oversized, held or trickled WebSocket
+messages, too many connections) and then checks, with an ordinary
 request, that the platform is still serving. Nothing may answer 500.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import sys
+import threading
 from collections.abc import AsyncIterator
 
 import h2.config
@@ -24,9 +27,20 @@ from hyperframe.frame import DataFrame
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
-from band_trio.local import AgentCredentials, HumanClient, LocalPlatform, open_local_platform
+from band_trio.local import AgentCredentials, HumanClient, LocalPlatform, asgi, open_local_platform
+from band_trio.local._input import json_longer_than
 from band_trio.local.app import UPLOAD_BYTES_IN_FLIGHT
-from band_trio.local.asgi import BODY_IDLE_TIMEOUT, MAX_JSON_VALUES, json_bytes, route
+from band_trio.local.asgi import (
+    BODY_GRACE,
+    BODY_IDLE_TIMEOUT,
+    BODY_MIN_RATE,
+    BODY_TOTAL_TIMEOUT,
+    INLINE_JSON_BYTES,
+    MAX_JSON_INTEGER_DIGITS,
+    MAX_JSON_VALUES,
+    json_bytes,
+    route,
+)
 from band_trio.local.connections import (
     H2_PREFACE,
     HEADER_TIMEOUT,
@@ -217,13 +231,69 @@ async def test_a_stalled_body_answers_408(
         f"x-api-key: {agent.api_key}\r\ncontent-type: application/json\r\n"
         f"content-length: 1000000\r\n\r\n"
     ).encode()
-    await stream.send_all(head + b'{"event": ')
+    # enough of it that the minimum rate would allow it longer than the idle timeout
+    prefix = b'{"event": ' + b" " * int(BODY_IDLE_TIMEOUT * BODY_MIN_RATE)
     started = trio.current_time()
-    answer = await _response_head(stream, BODY_IDLE_TIMEOUT + IO_DEADLINE)
+    await stream.send_all(head + prefix)
+    answer = await _response_head(stream, BODY_TOTAL_TIMEOUT + IO_DEADLINE)
     await stream.aclose()
     assert answer.startswith(b"HTTP/1.1 408"), answer
-    assert trio.current_time() - started >= BODY_IDLE_TIMEOUT
+    assert BODY_IDLE_TIMEOUT <= trio.current_time() - started <= BODY_IDLE_TIMEOUT + 1
     await _still_answers(band_platform)
+
+
+async def _trickle(stream: trio.SocketStream, every: float) -> None:
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while True:
+            await trio.sleep(every)
+            await stream.send_all(b" ")
+
+
+async def test_a_trickled_body_is_cut_after_its_grace(
+    band_platform: LocalPlatform, room: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A byte every 10 s never trips the idle timeout; the minimum rate cuts it."""
+    agent = band_platform.agents[0]
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    head = (
+        f"POST /api/v1/agent/chats/{room}/events HTTP/1.1\r\nhost: localhost\r\n"
+        f"x-api-key: {agent.api_key}\r\ncontent-type: application/json\r\n"
+        f"content-length: 1000000\r\n\r\n"
+    ).encode()
+    await stream.send_all(head + b'{"event": ')
+    started = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_trickle, stream, 10)
+        answer = await _response_head(stream, BODY_TOTAL_TIMEOUT + IO_DEADLINE)
+        nursery.cancel_scope.cancel()
+    await stream.aclose()
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert trio.current_time() - started <= BODY_GRACE + 1
+    await _still_answers(band_platform)
+
+
+async def test_a_body_at_the_minimum_rate_is_not_cut(
+    band_platform: LocalPlatform, room: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """An upload taking three times the grace, at just over the minimum rate, is stored."""
+    agent = band_platform.agents[0]
+    seconds = int(3 * BODY_GRACE)
+    piece = b"x" * int(BODY_MIN_RATE * 1.1)
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(band_platform))
+    head = (
+        f"PUT /api/v1/agent/chats/{room}/files HTTP/1.1\r\nhost: localhost\r\n"
+        f"x-api-key: {agent.api_key}\r\nx-file-name: slow.bin\r\n"
+        f"content-length: {seconds * len(piece)}\r\n\r\n"
+    ).encode()
+    await stream.send_all(head)
+    started = trio.current_time()
+    for _ in range(seconds):
+        await trio.sleep(1)
+        await stream.send_all(piece)
+    answer = await _whole_response(stream)
+    await stream.aclose()
+    assert answer.startswith(b"HTTP/1.1 201"), answer[:300]
+    assert trio.current_time() - started >= seconds
 
 
 async def test_stalled_headers_are_dropped(
@@ -702,6 +772,90 @@ async def test_a_body_with_too_many_values_is_refused_before_decoding(
     await _still_answers(band_platform)
 
 
+async def test_an_integer_of_too_many_digits_is_refused(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient
+) -> None:
+    longest = int("9" * MAX_JSON_INTEGER_DIGITS)
+    with trio.fail_after(IO_DEADLINE):
+        accepted = await agent.post("/memories", json=_memory({"n": -longest}))
+        refused = await agent.post("/memories", json=_memory({"n": longest * 10 + 9}))
+    assert accepted.status_code == 201, accepted.text
+    assert accepted.json()["data"]["metadata"]["n"] == -longest
+    error = assert_error(refused, 422, "validation_error")
+    assert f"more than {MAX_JSON_INTEGER_DIGITS} digits" in error["message"]
+    assert band_platform.state.snapshot()["memories"] == 1
+
+
+async def test_a_large_body_is_decoded_in_a_worker_thread(
+    band_platform: LocalPlatform, agent: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decoding a large body would stop every other client of the event loop."""
+    threads: list[int] = []
+    decode = asgi.decode_json
+
+    def recording(body: bytes) -> object:
+        threads.append(threading.get_ident())
+        return decode(body)
+
+    monkeypatch.setattr(asgi, "decode_json", recording)
+    small = _memory({"note": "a" * 100})
+    large = _memory({"note": "a" * 100, "padding": " " * INLINE_JSON_BYTES})
+    with trio.fail_after(IO_DEADLINE):
+        stored = [await agent.post("/memories", json=body) for body in (small, large)]
+        # a refusal found in the worker thread is the same answer as inline
+        refused = await agent.post("/memories", json={"memory": [1] * INLINE_JSON_BYTES})
+    assert [response.status_code for response in stored] == [201, 201]
+    assert_error(refused, 422, "validation_error")
+    assert threads[0] == threading.get_ident()
+    assert threads[1] != threading.get_ident()
+    assert threads[2] != threading.get_ident()
+
+
+def test_the_collector_is_paused_while_a_body_is_decoded_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    states: list[bool] = []
+    decode = asgi.decode_json
+
+    def recording(body: bytes) -> object:
+        states.append(gc.isenabled())
+        return decode(body)
+
+    monkeypatch.setattr(asgi, "decode_json", recording)
+    assert gc.isenabled()
+    assert asgi._decode_body(b'{"a": 1}').unwrap() == {"a": 1}
+    assert gc.isenabled()
+    gc.disable()  # turned off by someone else: left off
+    try:
+        assert asgi._decode_body(b"[").refusal is not None
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert states == [False, False]
+
+
+def test_the_size_of_json_is_checked_without_writing_all_of_it() -> None:
+    assert not json_longer_than({"a": "é" * 10}, len(json_bytes({"a": "é" * 10})))
+    assert json_longer_than({"a": "é" * 10}, len(json_bytes({"a": "é" * 10})) - 1)
+    assert not json_longer_than([1.5, None, True, {"k": []}], 100)
+    written: list[int] = []
+
+    def counting() -> object:
+        for index in range(1_000_000):
+            written.append(index)
+            yield index
+
+    class Lazy(list[int]):
+        def __iter__(self) -> object:  # type: ignore[override]
+            return counting()
+
+        def __bool__(self) -> bool:
+            return True
+
+    assert json_longer_than(Lazy(), 1000)
+    assert len(written) < 1000
+
+
 # ---------------------------------------------------------------- idle sockets
 
 
@@ -747,6 +901,31 @@ async def test_sockets_without_frames_or_with_a_held_message_are_closed_after_a_
     assert band_platform.statistics().idle_closes == 2
     await silent.aclose()
     await holding.aclose()
+    await _still_answers(band_platform)
+
+
+async def test_a_socket_trickling_a_message_is_closed_a_minute_after_its_last_whole_one(
+    band_platform: LocalPlatform, demo: AgentCredentials, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Fragments of one message every 10 s are not frames the socket is waiting
+    for: only a whole message counts, so the socket is cut like a silent one."""
+    stream, ws = await _open_websocket(band_platform, demo)
+
+    async def trickle() -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while True:
+                await stream.send_all(ws.send(TextMessage(data="x", message_finished=False)))
+                await trio.sleep(10)
+
+    started = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trickle)
+        with trio.fail_after(2 * WEBSOCKET_IDLE_TIMEOUT):
+            code = await _close_code(stream, ws)
+        nursery.cancel_scope.cancel()
+    assert code == 1001
+    assert trio.current_time() - started <= WEBSOCKET_IDLE_TIMEOUT + 1
+    await stream.aclose()
     await _still_answers(band_platform)
 
 

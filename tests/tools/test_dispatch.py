@@ -39,6 +39,7 @@ TASK = {
     "inserted_at": "2026-01-01T00:00:00Z",
     "updated_at": "2026-01-01T00:00:00Z",
 }
+NO_TASKS = ok([], metadata={"has_more": False, "limit": 100})
 
 
 async def call(tools: AgentTools, name: str, args: Any) -> ToolResult:
@@ -277,11 +278,13 @@ async def test_platform_errors_carry_no_headers_or_key(
 async def test_org_scope_rejection_becomes_guidance(
     tools: AgentTools, platform: ScriptedPlatform
 ) -> None:
-    platform.on(
-        "POST",
-        "/memories",
-        error(422, "org_scope_requires_organization", "no organization"),
-    )
+    # The platform refuses both the read before the write and the write.
+    for method in ("GET", "POST"):
+        platform.on(
+            method,
+            "/memories",
+            error(422, "org_scope_requires_organization", "no organization"),
+        )
     args = {
         "content": "c",
         "system": "long_term",
@@ -307,9 +310,11 @@ async def test_no_reply_is_local_and_declines(
 async def test_failed_calls_record_no_effect(
     tools: AgentTools, platform: ScriptedPlatform, hooks: RecordingHooks
 ) -> None:
+    platform.on("GET", rf"/chats/{ROOM}/tasks", NO_TASKS)
     platform.on("POST", rf"/chats/{ROOM}/tasks", error(422, "validation_error", "bad"))
     result = await call(tools, "band_create_task", {"subject": "x"})
     assert result.is_error
+    assert "HTTP 422" in result.text
     assert hooks.effects == []
 
 
@@ -317,6 +322,7 @@ async def test_effects_follow_the_table(
     tools: AgentTools, platform: ScriptedPlatform, hooks: RecordingHooks
 ) -> None:
     platform.on("GET", rf"/chats/{ROOM}/participants", ok([]))
+    platform.on("GET", rf"/chats/{ROOM}/tasks", NO_TASKS)
     platform.on("POST", rf"/chats/{ROOM}/tasks", ok(TASK))
     assert not (await call(tools, "band_get_participants", {})).is_error
     assert hooks.effects == [ToolEffect.OBSERVE]

@@ -238,6 +238,53 @@ async def test_participant_writes_with_lost_or_refused_answers_are_settled(
     assert world.helper_id not in [p.id for p in roster]
 
 
+async def test_creations_with_lost_or_refused_answers_are_settled_over_http(
+    world: World,
+) -> None:
+    tools = AgentTools(
+        rest=world.rest,
+        room_id=world.room_id,
+        agent_id=world.agent_id,
+        participants=(),
+        unsure_posts=UnsurePostPolicy(first_check=0.01),
+    )
+    faults = world.platform.faults
+    # Stored, answers lost: found, not sent again.
+    lost_memory = faults.add("POST", r"/memories$", 502, 2, perform=True)
+    lost_room = faults.add("POST", r"/agent/chats$", 504, 2, perform=True)
+    # Refused before they took effect: sent again.
+    refused_task = faults.add("POST", r"/tasks$", 503, 2)
+    lost_request = faults.add("POST", r"/contacts/add$", 503, 2, perform=True)
+    with trio.fail_after(20):
+        memory = await tools.store_memory(
+            content="likes tea",
+            system="long_term",
+            type="semantic",
+            segment="user",
+            thought="t",
+            scope="agent",
+        )
+        room_id = await tools.create_chatroom()
+        task = await tools.create_task("Brew")
+        request = await tools.add_contact(f"@{world.platform.user.handle}")
+        memories = [m async for m in world.rest.iter_memories(content_query="likes tea")]
+        rooms = [r.id async for r in world.rest.iter_chats()]
+        tasks = [t async for t in world.rest.iter_tasks(world.room_id, state="all")]
+        sent = await world.rest.list_contact_requests(sent_status="all")
+    assert (lost_memory.hits, lost_room.hits, refused_task.hits, lost_request.hits) == (
+        1,
+        1,
+        2,
+        1,
+    )
+    assert [m.id for m in memories] == [memory["id"]]
+    assert rooms.count(room_id) == 1
+    assert len(rooms) == 2  # the tools' room and the one created
+    assert [t.id for t in tasks if t.subject == "Brew"] == [task["id"]]
+    assert [r.id for r in sent.sent] == [request["id"]]
+    assert request["status"] == "pending"
+
+
 async def test_create_chatroom(world: World) -> None:
     result = await world.call("band_create_chatroom", {})
     assert isinstance(result.value, str)

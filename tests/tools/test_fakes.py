@@ -1,7 +1,11 @@
-"""FakeAgentTools: protocol conformance, recording, real validation and schemas,
-scripted failures, waiting helpers."""
+"""FakeAgentTools: protocol conformance, recording, real validation and schemas
+(refusals the same as AgentTools', to the letter), scripted failures, waiting
+helpers."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 import trio
@@ -9,13 +13,96 @@ import trio
 from band_trio.adapter import AgentToolsProtocol, ToolEffect
 from band_trio.errors import BandToolError, RoomExecutionStoppedError
 from band_trio.testing import FakeAgentTools
+from band_trio.testing._memory_rest import MemoryRest
 from band_trio.testing.fakes import SentMessage
-from band_trio.tools import AgentTools, CustomTools, ToolErrorKind, get_tool_schemas
-from tests.scripted_platform import AGENT_ID, ROSTER, RecordingHooks
+from band_trio.tools import (
+    EVENT_CONTENT_LIMIT,
+    AgentTools,
+    Capability,
+    CustomTools,
+    ToolErrorKind,
+    get_tool_schemas,
+)
+from tests.scripted_platform import AGENT_ID, ROOM, ROSTER, RecordingHooks
 
 
 def fake(**kw: object) -> FakeAgentTools:
     return FakeAgentTools(participants=ROSTER, agent_id=AGENT_ID, **kw)  # type: ignore[arg-type]
+
+
+def real(rest: MemoryRest | None = None, **kw: Any) -> AgentTools:
+    """AgentTools itself over an in-memory REST client, with the fake's roster."""
+    return AgentTools(
+        rest=rest or MemoryRest([ROOM], agent_id=AGENT_ID, participants=ROSTER),  # type: ignore[arg-type]
+        room_id=ROOM,
+        agent_id=AGENT_ID,
+        participants=ROSTER,
+        **kw,
+    )
+
+
+REFUSED_CALLS: dict[str, Callable[[AgentTools], Awaitable[object]]] = {
+    "no mention": lambda t: t.send_message("hello", []),
+    "a mention of the agent itself": lambda t: t.send_message("hello", ["@carol/me"]),
+    "an unknown participant": lambda t: t.send_message("hello", ["@nobody"]),
+    "a mention that is no string": lambda t: t.send_message("hello", [7]),  # type: ignore[list-item]
+    "an event type the platform refuses": lambda t: t.send_event("x", "usage"),
+    "a notice to nobody": lambda t: t.send_notice("on it", []),
+}
+
+
+@pytest.mark.parametrize("call", REFUSED_CALLS.values(), ids=REFUSED_CALLS.keys())
+async def test_a_call_the_tools_refuse_is_refused_by_the_fake_to_the_letter(
+    call: Callable[[AgentTools], Awaitable[object]],
+) -> None:
+    with pytest.raises(BandToolError) as by_real:
+        await call(real())
+    with pytest.raises(BandToolError) as by_fake:
+        await call(fake())
+    assert type(by_fake.value) is type(by_real.value)
+    assert str(by_fake.value) == str(by_real.value)
+
+
+REFUSED_TOOL_CALLS: dict[str, tuple[str, dict[str, Any] | None]] = {
+    "a missing argument": ("band_send_message", {"content": "hi"}),
+    "an argument of the wrong type": ("band_send_message", {"content": 1, "mentions": ["alice"]}),
+    "arguments that are no object": ("band_send_event", None),
+    "a value the argument model refuses": ("band_store_memory", {"content": "x"}),
+    "no mention": ("band_send_message", {"content": "hi", "mentions": []}),
+    "an unknown participant": ("band_send_message", {"content": "hi", "mentions": ["bo"]}),
+    "an unknown tool": ("band_nope", {}),
+    "a tool of a capability not offered": ("band_list_memories", {}),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "args"), REFUSED_TOOL_CALLS.values(), ids=REFUSED_TOOL_CALLS.keys()
+)
+async def test_a_model_call_the_tools_refuse_gets_the_same_error_result_from_the_fake(
+    name: str, args: dict[str, Any] | None
+) -> None:
+    caps = frozenset({Capability.CONTACTS})
+    by_real = await real(capabilities=caps).execute_tool_call(name, args)
+    by_fake = await fake(capabilities=caps).execute_tool_call(name, args)
+    assert by_real.is_error
+    assert (by_fake.error_kind, by_fake.text) == (by_real.error_kind, by_real.text)
+
+
+async def test_the_fake_posts_what_the_tools_post() -> None:
+    """An over-long event is cut, a blank post is skipped, mentions resolve to
+    ids: the fake's records are what AgentTools sent to the platform."""
+    rest = MemoryRest([ROOM], agent_id=AGENT_ID, participants=ROSTER)
+    tools = real(rest)
+    twin = fake()
+    long = "x" * (EVENT_CONTENT_LIMIT + 10)
+    for t in (tools, twin):
+        await t.send_event(long, "thought")
+        assert await t.send_event("  ", "thought") is None
+        await t.send_message("hi", ["Alice", "@carol/bob", "alice"])
+    assert twin.events_sent == rest.events_sent
+    assert len(twin.events_sent[0].content) <= EVENT_CONTENT_LIMIT
+    assert twin.messages_sent == rest.messages_sent
+    assert twin.messages_sent[0].mentions == ("user-alice", "agent-bob")
 
 
 def test_fake_and_real_satisfy_the_protocol() -> None:

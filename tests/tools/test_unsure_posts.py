@@ -13,6 +13,7 @@ from band_trio.errors import (
     BadRequestError,
     BandConnectionError,
     OutcomeUnknownServiceUnavailableError,
+    PermissionDeniedError,
 )
 from band_trio.tools.unsure_posts import UnsurePostPolicy, settle_post
 
@@ -135,6 +136,23 @@ async def test_a_lookup_that_cannot_be_made_raises_the_posts_error(autojump_cloc
     with pytest.raises(OutcomeUnknownServiceUnavailableError) as info:
         await _settle(room, finder=Unanchored())
     assert isinstance(info.value.__cause__, LookupError)
+
+
+async def test_a_lookup_refused_for_good_raises_the_posts_error_at_once(
+    autojump_clock: Any,
+) -> None:
+    class Forbidden:
+        async def find_post(self, digest: str, message_type: str, exclude: Collection[str]) -> None:
+            await trio.lowlevel.checkpoint()
+            raise PermissionDeniedError(403, message="not yours", method="GET", path="/c")
+
+    room = FakeRoom(["refused"])
+    start = trio.current_time()
+    with pytest.raises(OutcomeUnknownServiceUnavailableError) as info:
+        await _settle(room, finder=Forbidden())
+    assert isinstance(info.value.__cause__, PermissionDeniedError)
+    assert trio.current_time() - start < 1.0
+    assert room.sends == 1
 
 
 def test_the_policy_waits_double_up_to_the_cap() -> None:

@@ -3,6 +3,7 @@ offline environment of the real CLI, and a room with an agent in it."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -95,13 +96,22 @@ def _offers_band(body: dict[str, Any]) -> bool:
     return any(str(t.get("name", "")).startswith("mcp__band__") for t in body.get("tools") or [])
 
 
-def call(name: str, args: dict[str, Any], call_id: str = "toolu_1") -> Reply:
+_CALL_IDS = itertools.count(1)
+
+
+def call(name: str, args: dict[str, Any], call_id: str | None = None) -> Reply:
     """A model answer calling one tool, after a thinking block (the CLI turns
-    thinking on, and a tool loop then needs one)."""
+    thinking on, and a tool loop then needs one).
+
+    Without ``call_id`` the tool use gets an id of its own, as the API gives:
+    the CLI drops a tool use whose id its conversation already holds, and a
+    model answering the emptied turn the same way loops without end.
+    """
+    call_id = call_id or f"toolu_auto_{next(_CALL_IDS)}"
     return message(thinking(f"I will call {name}."), tool_use(call_id, name, args))
 
 
-def reply(content: str, mentions: list[str], call_id: str = "toolu_1") -> Reply:
+def reply(content: str, mentions: list[str], call_id: str | None = None) -> Reply:
     """A model answer that replies through ``band_send_message``."""
     return call(SEND, {"content": content, "mentions": mentions}, call_id)
 

@@ -26,6 +26,7 @@ from band_trio import (
 from band_trio.adapter import (
     AgentInput,
     AllRoomsCleanup,
+    BackgroundWork,
     CustomToolSet,
     InterruptHandler,
     TurnJudging,
@@ -415,7 +416,8 @@ class ObservedAdapter:
 
     It forwards every hook, records it in the trace, hands each turn an
     :class:`ObservedTools`, and keeps what the runtime reads from an adapter
-    (``judges_turns``, ``on_interrupt``, ``cleanup_all``) as the inner one has it.
+    (``judges_turns``, ``on_interrupt``, ``cleanup_all``,
+    ``run_background``) as the inner one has it.
 
     Args:
         inner: the adapter under test.
@@ -444,6 +446,8 @@ class ObservedAdapter:
             self.on_interrupt = inner.on_interrupt
         if isinstance(inner, AllRoomsCleanup):
             self.cleanup_all = inner.cleanup_all
+        if isinstance(inner, BackgroundWork):
+            self.run_background = inner.run_background
 
     def _enter(self, room_id: str | None) -> trio.lowlevel.Task:
         task = trio.lowlevel.current_task()

@@ -21,11 +21,12 @@ import trio.testing
 
 from band_trio.errors import BandConfigError, InternalServerError
 from band_trio.runtime.config import AgentConfig
+from band_trio.testing._memory_rest import MemoryRest
 
-from .fakes import Adapter, FakeRest, make_room
+from .fakes import Adapter, make_room
 
 
-class ActivityLog(FakeRest):
+class ActivityLog(MemoryRest):
     """Records every activity report as (time, working)."""
 
     def __init__(self, report_seconds: float = 0.0) -> None:
@@ -74,7 +75,7 @@ async def test_fast_turn_sends_no_activity(autojump_clock: trio.testing.MockCloc
         await nursery.start(room.serve)
         await trio.sleep(10)
         assert [rest.status[m] for m in mids] == ["processed", "processed"]
-        assert rest.replies == ["ok", "ok"]
+        assert rest.chat == ["ok", "ok"]
         assert rest.reports == []  # neither true nor a false to clear it
         nursery.cancel_scope.cancel()
 
@@ -147,7 +148,7 @@ SLOW_REPORT = 1.5
 """Seconds a ``working: true`` report takes (below the REST activity timeout)."""
 
 
-class SlowActivity(FakeRest):
+class SlowActivity(MemoryRest):
     def __init__(self) -> None:
         super().__init__()
         self.reports: list[tuple[float, bool]] = []
@@ -189,13 +190,13 @@ async def test_slow_activity_report_does_not_delay_the_handler(
         assert first_report_at == claimed_at
         assert handler_at[0] < first_report_at + SLOW_REPORT
         assert rest.status[mid] == "processed"
-        assert rest.replies == ["ok"]
+        assert rest.chat == ["ok"]
         # ``working: false`` comes last, after the true report.
         assert [w for _, w in rest.reports] == [True, False]
         nursery.cancel_scope.cancel()
 
 
-class FailingActivity(FakeRest):
+class FailingActivity(MemoryRest):
     """Every activity report fails."""
 
     async def report_activity(self, chat_id: str, working: bool, activity: Any = None) -> bool:
@@ -218,7 +219,7 @@ async def test_a_failing_activity_endpoint_is_warned_about_once_across_turns(
         first = rest.add("first")
         await trio.sleep(30)
         second = rest.add("second")
-        room.request_resync()
+        room.request_reconcile()
         await trio.sleep(30)
         assert [rest.status[first], rest.status[second]] == ["processed", "processed"]
         assert len(started) == 2

@@ -8,8 +8,9 @@ import trio
 import trio.testing
 
 from band_trio.runtime.state_changes import StateChanges
+from band_trio.testing._memory_rest import MemoryRest
 
-from .fakes import Adapter, FakeRest, make_room
+from .fakes import Adapter, make_room
 
 
 async def test_a_true_predicate_returns_at_once() -> None:
@@ -75,7 +76,7 @@ async def test_a_room_notifies_when_its_turn_starts_and_when_the_message_settles
     """The waiter wakes at the virtual instant the room's statistics change,
     without any other wake-up source."""
     changes = StateChanges()
-    rest = FakeRest()
+    rest = MemoryRest()
     adapter = Adapter(hang=True)
     room = make_room(rest, adapter, changes=changes)
     mid = rest.add("hello")

@@ -13,13 +13,15 @@ from typing import Any
 import trio
 import trio.testing
 
-from .fakes import Adapter, FakeRest, make_room
+from band_trio.testing._memory_rest import MemoryRest
+
+from .fakes import Adapter, make_room
 
 
 async def test_a_raising_turn_commits_its_context(autojump_clock: trio.testing.MockClock) -> None:
     """After a turn that raised, the next turn is not a bootstrap and gets no participants_msg
     (the first turn's context was delivered) (official runtime, "Testable behaviours" 67)."""
-    rest = FakeRest()
+    rest = MemoryRest()
     adapter = Adapter()
     seen: list[tuple[str, bool, bool]] = []
 
@@ -42,7 +44,7 @@ async def test_a_raising_turn_commits_its_context(autojump_clock: trio.testing.M
         nursery.cancel_scope.cancel()
 
 
-class ActivityLog(FakeRest):
+class ActivityLog(MemoryRest):
     def __init__(self) -> None:
         super().__init__()
         self.reports: list[tuple[float, bool]] = []

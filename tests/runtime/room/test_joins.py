@@ -18,13 +18,14 @@ import trio
 import trio.testing
 
 from band_trio.errors import JoinError
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.runtime.engine import AgentEngine
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import RoomServices
+from band_trio.testing._memory_rest import MemoryRest
 
-from .fakes import AGENT, Adapter, FakeRest, FakeTools
+from .fakes import AGENT, Adapter, FakeTools
 
 
 class FakeLink:
@@ -61,7 +62,7 @@ class FakeLink:
         self.joined.discard(topic)
 
 
-def make_engine(rest: FakeRest, link: FakeLink, **config: Any) -> AgentEngine:
+def make_engine(rest: MemoryRest, link: FakeLink, **config: Any) -> AgentEngine:
     values: dict[str, Any] = {
         "state_dir": None,
         "max_parallel_joins": 3,
@@ -86,7 +87,7 @@ async def test_failed_joins_are_retried_and_do_not_hold_startup(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     rooms = [f"r{i}" for i in range(7)]
-    rest = FakeRest(rooms)
+    rest = MemoryRest(rooms)
     link = FakeLink({"r2": 2, "r5": 9})
     engine = make_engine(rest, link)
     send, recv = trio.open_memory_channel[Any](10)
@@ -124,7 +125,7 @@ async def test_a_reconnect_retries_a_refused_room_join_at_once(
     does not wait for the next minute to try the room again."""
     from band_trio.wire.link import LinkReconnected
 
-    rest = FakeRest(["r1"])
+    rest = MemoryRest(["r1"])
     link = FakeLink({"r1": 4})
     engine = make_engine(rest, link)
     send, recv = trio.open_memory_channel[Any](10)
@@ -143,7 +144,7 @@ async def test_a_reconnect_retries_a_refused_room_join_at_once(
 async def test_a_room_added_twice_is_joined_once(autojump_clock: trio.testing.MockClock) -> None:
     """The startup listing and a racing room_added admit the room once (official runtime,
     "Testable behaviours" 10)."""
-    rest = FakeRest(["r1"])
+    rest = MemoryRest(["r1"])
     link = FakeLink({})
     engine = make_engine(rest, link)
     send, recv = trio.open_memory_channel[Any](10)
@@ -162,7 +163,7 @@ async def test_lost_topics_are_joined_again(autojump_clock: trio.testing.MockClo
     are rejoined, rooms are re-listed and rejoined (beats official runtime, "Weak spots" 17)."""
     from band_trio.wire.link import TopicLost
 
-    rest = FakeRest(["r1"])
+    rest = MemoryRest(["r1"])
     link = FakeLink({})
     engine = make_engine(rest, link)
     send, recv = trio.open_memory_channel[Any](10)
@@ -186,7 +187,7 @@ async def test_topics_refused_on_a_reconnect_are_joined_again(
     arrive), the rooms are re-listed, rejoined and drained."""
     from band_trio.wire.link import LinkReconnected
 
-    rest = FakeRest(["r1", "r2"])
+    rest = MemoryRest(["r1", "r2"])
     link = FakeLink({})
     engine = make_engine(rest, link)
     send, recv = trio.open_memory_channel[Any](10)
@@ -213,7 +214,7 @@ async def test_an_agent_topic_is_joined_again_however_long_it_is_refused(
     from band_trio.wire.link import TopicLost
 
     rooms_topic = f"agent_rooms:{AGENT}"
-    rest = FakeRest(["r1"])
+    rest = MemoryRest(["r1"])
     link = FakeLink({})
     engine = make_engine(rest, link, idle_resync_interval=60.0)
     send, recv = trio.open_memory_channel[Any](10)
@@ -242,7 +243,7 @@ async def test_a_room_that_never_joins_does_not_hold_up_the_shutdown(
 ) -> None:
     """Its retries go on for good while the agent runs; the shutdown ends them
     at once (the room serves nothing, so there is no turn to wait for)."""
-    rest = FakeRest(["r1", "r2"])
+    rest = MemoryRest(["r1", "r2"])
     link = FakeLink({"r2": 10**6})
     engine = make_engine(rest, link)
     send, recv = trio.open_memory_channel[Any](10)

@@ -14,9 +14,9 @@ import trio
 import trio.testing
 
 from band_trio.adapter.turns import AgentInput, TurnContext
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import Room, RoomServices
 from band_trio.wire.models import ChatParticipant
 
@@ -62,7 +62,7 @@ async def test_rows_read_per_room_are_one_object_across_rooms(
             await nursery.start(room.serve)
         await trio.sleep(10)
         nursery.cancel_scope.cancel()
-    assert [rest.rooms[r].replies for r in rest.rooms] == [["ok"], ["ok"]]
+    assert [rest.rooms[r].chat for r in rest.rooms] == [["ok"], ["ok"]]
     first, second = seen.rows["room-a"], seen.rows["room-b"]
     assert [p.id for p in first] == [p.id for p in second] == ["user-1"]
     assert first[0] is second[0]

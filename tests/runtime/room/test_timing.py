@@ -19,9 +19,10 @@ import trio
 import trio.testing
 
 from band_trio.errors import InternalServerError
+from band_trio.testing._memory_rest import MemoryRest
 from band_trio.wire.models import MessageStatus
 
-from .fakes import Adapter, FakeRest, make_room
+from .fakes import Adapter, make_room
 
 
 async def test_missed_push_is_recovered_by_the_timer(
@@ -29,7 +30,7 @@ async def test_missed_push_is_recovered_by_the_timer(
 ) -> None:
     """With no doorbell at all, the periodic reconcile finds the message (official runtime,
     "Testable behaviours" 54)."""
-    rest = FakeRest()
+    rest = MemoryRest()
     adapter = Adapter()
     room = make_room(rest, adapter)
     async with trio.open_nursery() as nursery:
@@ -47,7 +48,7 @@ async def test_empty_reconciles_back_off_to_the_maximum(
 ) -> None:
     """The first check is jittered within the base interval; the interval doubles while /next is
     empty, capped; work resets it to the base (official runtime, "Testable behaviours" 54, 55)."""
-    rest = FakeRest()
+    rest = MemoryRest()
     room = make_room(rest, Adapter(), idle_resync_interval=10.0, idle_resync_max_interval=80.0)
     async with trio.open_nursery() as nursery:
         await nursery.start(room.serve)
@@ -73,7 +74,7 @@ async def test_stopped_room_probes_and_resumes_when_work_appears(
 ) -> None:
     """A stopped room claims nothing; a probe that finds work on /next (the platform lifted the
     gate: a PLAY was missed) resumes it (official runtime, "Testable behaviours" 86, 88)."""
-    rest = FakeRest()
+    rest = MemoryRest()
     adapter = Adapter()
     room = make_room(rest, adapter, stopped_resync_interval=5.0)
     async with trio.open_nursery() as nursery:
@@ -97,7 +98,7 @@ async def test_turn_timeout_fails_the_message(autojump_clock: trio.testing.MockC
     """A hung handler is cancelled at the timeout and the message marked failed with a safe
     label; the last attempt posts the generic error event (official runtime, "Testable
     behaviours" 47)."""
-    rest = FakeRest()
+    rest = MemoryRest()
     adapter = Adapter(hang=True)
     room = make_room(rest, adapter, turn_timeout=30.0, max_attempts=2)
     mid = rest.add("hang")
@@ -109,7 +110,7 @@ async def test_turn_timeout_fails_the_message(autojump_clock: trio.testing.MockC
         assert rest.errors[mid] == ["TurnTimeout"]
         await trio.sleep(40)
         assert rest.errors[mid] == ["TurnTimeout", "TurnTimeout"]
-        assert [t for t, _ in rest.events] == ["error"]
+        assert [e.message_type for e in rest.events_sent] == ["error"]
         assert room.statistics().failed_for_good == 1
         nursery.cancel_scope.cancel()
 
@@ -119,7 +120,7 @@ async def test_refused_claims_are_retried_with_backoff(
 ) -> None:
     """A refused claim runs nothing and is retried soon, with backoff (official runtime,
     "Testable behaviours" 37)."""
-    rest = FakeRest()
+    rest = MemoryRest()
     adapter = Adapter()
     rest.refuse_processing = 3
     mid = rest.add("claim me")
@@ -143,7 +144,7 @@ async def test_activity_echo_false_stops_the_turn_cooperatively(
     nothing is marked failed and the message is retried (official runtime, "Testable behaviours"
     90)."""
 
-    class EchoFalse(FakeRest):
+    class EchoFalse(MemoryRest):
         def __init__(self) -> None:
             super().__init__()
             self.stop_reports = 1
@@ -176,12 +177,12 @@ async def test_activity_echo_false_stops_the_turn_cooperatively(
         assert rest.status[mid] == "processed"
         assert mid not in rest.errors
         assert not room.stopped  # a platform stop is not a local pause
-        assert len(rest.replies) == 1
+        assert len(rest.chat) == 1
         nursery.cancel_scope.cancel()
 
 
 # ------------------------------------------------------------------ pending acks before /next
-class FlakyAckRest(FakeRest):
+class FlakyAckRest(MemoryRest):
     """``processed`` fails (HTTP 500, not performed) ``failing_acks`` times."""
 
     def __init__(self, failing_acks: int) -> None:
@@ -192,13 +193,18 @@ class FlakyAckRest(FakeRest):
         if self.failing_acks:
             await trio.lowlevel.checkpoint()
             self.failing_acks -= 1
-            self._log("processed!")  # a failed write, told apart in the log
+            self.log("processed!")  # a failed write, told apart in the log
             raise InternalServerError(500)
         return await super().mark_processed(chat_id, message_id)
 
 
-def _names(rest: FakeRest) -> list[str]:
-    return [name for _, name in rest.calls]
+def _names(rest: MemoryRest) -> list[str]:
+    """The log of the message lifecycle calls (reads of ``/next`` and the work
+    list, marks), without the posts, reports and roster reads."""
+    return [name for _, name in rest.calls if name in _LIFECYCLE]
+
+
+_LIFECYCLE = frozenset({"next", "list", "processing", "processed", "processed!", "failed"})
 
 
 async def test_pending_ack_is_retried_before_next_and_blocks_it(
