@@ -565,7 +565,9 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
             # drop it at the next is wasted work. "exit" stores the one it
             # keeps, with the pending writes, when the run ends (returns,
             # fails or is cancelled).
-            result = await graph.ainvoke({"messages": messages}, config, durability="exit")
+            # (A LangGraph graph: a checkpointer is a LangGraph notion.)
+            pregel = cast(Any, graph)
+            result = await pregel.ainvoke({"messages": messages}, config, durability="exit")
         else:
             result = await graph.ainvoke({"messages": messages}, config)
         if trimming and isinstance(result, Mapping):
