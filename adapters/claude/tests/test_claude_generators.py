@@ -12,8 +12,16 @@ from typing import Any
 
 import trio
 from band_trio_claude import ClaudeAgentAdapter
-from claude_support import DONE, ClaudeStub, agent_in_rooms, config_for, reply
-from test_claude_fake_cli import alive, fake_config, pids
+from claude_support import (
+    DONE,
+    ClaudeStub,
+    agent_in_rooms,
+    alive,
+    config_for,
+    fake_config,
+    pids,
+    reply,
+)
 
 from band_trio.local import LocalPlatform
 
