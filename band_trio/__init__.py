@@ -98,6 +98,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    # The lazy names are listed too: completion and autodoc (which walks dir())
+    # see every name of __all__.
+    return sorted(set(globals()) | set(__all__))
+
+
 __all__ = [  # noqa: RUF022 - grouped by what an author does with them
     # running an agent
     "Agent",

@@ -241,7 +241,7 @@ def configure_logging(
     """Send log records to ``stream`` in the text or JSON format.
 
     Installs one handler on the root logger (so the records of adapters and of
-    your own code are formatted alike) with a :class:`ContextFilter`, and sets
+    your own code are formatted alike) with a ``ContextFilter``, and sets
     the root logger's level. httpx's per-request lines (loggers ``httpx`` and
     ``httpcore``) show only at ``DEBUG``. Calling it again replaces the handler it installed
     before; handlers installed by anything else are left alone.

@@ -61,16 +61,16 @@ from band_trio.errors import BandConfigError, BandError, RateLimitError
 from band_trio.observe.otel import registered as otel_registered
 from band_trio.observe.service import HealthState, serve_health
 from band_trio.runtime.agent_statistics import AgentStatistics
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig, AgentSettings
 from band_trio.runtime.contact_events import ContactEventConfig, ContactEventHandler
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.turn_durations import TurnDurations
 from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.gc_policy import GcFreezePolicy, GcFreezeStatistics, serve_gc_policy
-from band_trio.runtime.ledger import ClaimsLedger
 from band_trio.runtime.platform_runtime import PlatformRuntime
-from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import ParticipantCallback, RoomServices, RoomStatistics
 from band_trio.runtime.state_changes import StateChanges
-from band_trio.runtime.turn_durations import TurnDurations
 from band_trio.tools.agent_tools import AgentTools
 from band_trio.tools.definitions import Capability
 from band_trio.tools.settled_writes import WriteLocks
@@ -152,7 +152,7 @@ class Agent:
         runtime: identity, URLs and configuration.
         adapter: the framework adapter that answers messages.
         preprocessor: turns events into adapter inputs
-            (:class:`~band_trio.runtime.preprocessor.DefaultPreprocessor` when None).
+            (:class:`~band_trio.runtime.core.preprocessor.DefaultPreprocessor` when None).
         contact_config: how contact events are handled (callback, hub room,
             broadcasts to rooms); None or DISABLED without broadcasts means the
             agent does not subscribe to them.
@@ -788,9 +788,8 @@ async def open_agent(
     once (see :meth:`Agent.serve`). Arguments are those of
     :meth:`Agent.create`; signals are left to the application by default.
 
-    Raises:
-        The one real error of the agent or of the block (never an
-        ``ExceptionGroup`` of one).
+    An error of the agent or of the block is raised as itself (never as an
+    ``ExceptionGroup`` of one).
     """
     agent = Agent.create(
         adapter=adapter,

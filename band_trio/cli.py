@@ -131,12 +131,13 @@ def _print_info(
 ) -> None:
     exposed = info.get("exposed")
     if exposed is not None:
-        # Loud and on stderr, so that it is seen even when stdout is piped.
+        from band_trio.local.server import exposure_warning  # lazy: the `local` extra
+
+        # One warning, the one `band-trio dev` prints; on stderr, so that it is
+        # seen even when stdout is piped.
+        warning = exposure_warning(str(exposed), str(info["rest_url"]))
         print(
-            f"WARNING: the local Band platform is bound to {exposed}, not loopback.\n"
-            "WARNING: anyone who can reach it and holds a key acts as that user or agent,\n"
-            "WARNING: over plain HTTP (keys travel in clear). Keys are not printed here;\n"
-            "WARNING: take them from --env-file (a 0600 file) or --json.",
+            f"band-trio platform: {warning}; --env-file writes an agent's to a 0600 file",
             file=sys.stderr,
             flush=True,
         )
@@ -287,6 +288,7 @@ def _run_platform(args: argparse.Namespace) -> int:
             seed_demo=not args.agents,
             state_dir=args.state,
             admin=args.admin,
+            warn_if_exposed=False,  # the banner's warning says it
         )
     except BandConfigError as exc:
         print(f"band-trio platform: {exc}", file=sys.stderr)

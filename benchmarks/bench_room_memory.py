@@ -55,10 +55,10 @@ import trio.testing
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage, SimpleAdapter
 from band_trio.adapter.protocols import FrameworkAdapter
 from band_trio.adapter.turns import AgentInput, TurnHooks
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.runtime.engine import AgentEngine
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import RoomServices
 from band_trio.tools import AgentTools
 from band_trio.wire.events import MessageCreated

@@ -173,3 +173,13 @@ def test_the_send_message_reference_says_what_mentions_take_and_when_it_returns_
         doc.split()
     )
     assert "None when ``content`` is blank" in doc
+
+
+def test_the_site_is_built_nitpicky_and_offline() -> None:
+    conf: dict[str, object] = {}
+    exec(compile((DOCS / "conf.py").read_text(), str(DOCS / "conf.py"), "exec"), conf)
+    assert conf["nitpicky"] is True
+    mapping = conf["intersphinx_mapping"]
+    assert isinstance(mapping, dict)
+    for _url, inventory in mapping.values():
+        assert (DOCS / inventory).is_file(), inventory

@@ -9,19 +9,12 @@ adapter's tests.
 from __future__ import annotations
 
 import importlib.util
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
-import pytest
 import trio
 
-from band_trio import HumanClient
 from band_trio.devloop.targets import TargetKind, resolve_target
-from band_trio.local import LocalPlatform
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -72,76 +65,3 @@ async def test_the_embedding_example_drains_then_cancels_at_once(tmp_path: Path)
     ]
     # Each agent kept its ledger in its own state directory.
     assert len(subdirectories(tmp_path)) == 3
-
-
-@pytest.mark.slow
-async def test_the_echo_agent_runs_as_a_process_and_stops_on_sigterm(
-    band_platform: LocalPlatform, tmp_path: Path
-) -> None:
-    creds = band_platform.agents[0]
-    env = {
-        **os.environ,
-        **band_platform.agent_env(creds),
-        "BAND_STATE_DIR": str(tmp_path / "state"),
-        "BAND_SHUTDOWN_TIMEOUT": "5",
-    }
-    async with HumanClient(
-        base_url=band_platform.rest_url, api_key=band_platform.user.api_key
-    ) as human:
-        room = await human.create_room("echo process")
-        await human.add_participant(room["id"], creds.id)
-        proc = await trio.lowlevel.open_process(
-            [sys.executable, str(EXAMPLES / "echo_agent.py")],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            sent = await human.post_message(room["id"], "hello process", [creds.handle])
-            state = band_platform.state.rooms[room["id"]]
-
-            def processed() -> bool:
-                delivery = state.by_id[sent["id"]].deliveries.get(creds.id)
-                return delivery is not None and str(delivery.status) == "processed"
-
-            with trio.fail_after(60):
-                await band_platform.wait_for(processed)
-            os.kill(proc.pid, signal.SIGTERM)
-            with trio.fail_after(30):
-                returncode = await proc.wait()
-        finally:
-            if proc.returncode is None:
-                os.kill(proc.pid, signal.SIGKILL)
-            with trio.CancelScope(shield=True):
-                await proc.wait()
-    assert returncode == 0
-    replies = [m.content for m in state.messages if m.sender_id == creds.id]
-    assert len(replies) == 1
-    assert replies[0] == f"@[[{band_platform.user.id}]] You said: @demo/echo hello process"
-    # BAND_STATE_DIR from the environment chose where the ledger lives.
-    assert subdirectories(tmp_path) == [tmp_path / "state"]
-
-
-@pytest.mark.slow
-async def test_the_testing_example_passes_under_pytest() -> None:
-    with trio.fail_after(300):
-        done = await trio.run_process(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                str(EXAMPLES / "test_echo_adapter.py"),
-                "-q",
-                "-p",
-                "no:randomly",
-                "-p",
-                "no:cacheprovider",
-            ],
-            cwd=EXAMPLES.parent,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    output = done.stdout.decode()
-    assert done.returncode == 0, output + done.stderr.decode()
-    assert "3 passed" in output

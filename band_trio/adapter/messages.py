@@ -185,10 +185,8 @@ class HistoryProvider:
         """Convert the raw items with ``converter``, caching the result.
 
         A second call with the same converter object returns the same value
-        without converting again.
-
-        Raises:
-            Whatever the converter raises (nothing is cached then).
+        without converting again. Whatever the converter raises propagates,
+        and nothing is cached then.
         """
         key = id(converter)
         hit = self._cache.get(key)

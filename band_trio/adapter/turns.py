@@ -35,7 +35,7 @@ class TurnHooks(Protocol):
 
     def reply_intent(self, digest: str) -> None:
         """Journal durably that a reply with ``digest`` is about to be posted
-        (see :func:`band_trio.runtime.replies.reply_digest`).
+        (see :func:`band_trio.runtime.room.replies.reply_digest`).
 
         Called right before the post. If the post's outcome is never learned
         (the process dies, the response is lost), the runtime looks for that

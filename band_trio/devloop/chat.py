@@ -458,6 +458,13 @@ class TerminalChat:
             if agent_id is None:
                 self.say(f"!! no agent {who} in this room")
                 return
+        if action == "interrupt":
+            running = await self.human.interrupt(room_id, agent_id)
+            if running:
+                self.say(f"* interrupting {', '.join(self.roster.label(a) for a in running)}")
+            else:
+                self.say("* nothing to interrupt: no turn is running")
+            return
         sent = await self.human.control(room_id, action, agent_id)
         names = ", ".join(self.roster.label(a) for a in sent) or "no agent"
         self.say(f"* {action} sent to {names}")

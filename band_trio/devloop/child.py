@@ -17,6 +17,11 @@ It talks to the dev process through lines on stdout that start with
 
 Any other output is the user's and is shown as it is. When its stdin reaches
 end of file (the dev process is gone) the agent shuts down gracefully.
+
+Its log records go to the terminal and, whole, to the agent's log file
+(``<state home>/logs/<agent id>.log``). A failed turn is one line per attempt
+on the terminal (its number and the error); the traceback is shown for the
+first failed attempt of a message only, with the log file's path.
 """
 
 from __future__ import annotations
@@ -44,7 +49,10 @@ from band_trio.devloop.targets import (
     user_source_files,
 )
 
-__all__ = ["describe_load_error", "main"]
+__all__ = ["TurnFailureFormatter", "describe_load_error", "log_file_path", "main"]
+
+_FORMAT = "%(levelname)s %(name)s: %(message)s"
+_TURN_FAILED = "turn failed after"
 
 _OWN_FILES = (str(Path(__file__).resolve().parent), "<frozen importlib")
 
@@ -107,16 +115,68 @@ async def _serve(target: Target) -> int:
     return 0
 
 
+class TurnFailureFormatter(logging.Formatter):
+    """The terminal's format: a failed turn's record is one line (the attempt
+    and the error), with the traceback for the first failed attempt of each
+    message only; every other record as ``LEVEL logger: message``."""
+
+    def __init__(self, log_file: Path | None) -> None:
+        super().__init__(_FORMAT)
+        self._log_file = log_file
+        self._shown: set[object] = set()
+
+    def format(self, record: logging.LogRecord) -> str:
+        exc = record.exc_info[1] if record.exc_info else None
+        args = record.args if isinstance(record.args, tuple) else ()
+        if exc is None or _TURN_FAILED not in str(record.msg) or len(args) < 2:
+            return super().format(record)
+        line = (
+            f"{record.levelname} {record.name}: {record.getMessage()}: {type(exc).__name__}: {exc}"
+        )
+        message_id = args[1]
+        if message_id in self._shown:
+            return line
+        self._shown.add(message_id)
+        where = f" (every attempt's traceback: {self._log_file})" if self._log_file else ""
+        return f"{line}{where}\n{self.formatException(record.exc_info).rstrip()}"  # type: ignore[arg-type]
+
+
+def log_file_path(environ: dict[str, str] | None = None) -> Path | None:
+    """The agent's log file under ``band-trio dev``: ``<XDG_STATE_HOME>/logs/<agent id>.log``."""
+    env = os.environ if environ is None else environ
+    home, agent_id = env.get("XDG_STATE_HOME"), env.get("BAND_AGENT_ID")
+    if not home or not agent_id:
+        return None
+    return Path(home) / "logs" / f"{agent_id}.log"
+
+
+def _configure_logging() -> None:
+    level = os.environ.get(LOG_LEVEL_VARIABLE, "WARNING").upper()
+    log_file = log_file_path()
+    terminal = logging.StreamHandler()
+    terminal.setFormatter(TurnFailureFormatter(log_file))
+    handlers: list[logging.Handler] = [terminal]
+    if log_file is not None:
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            whole = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError:
+            log_file = None
+            terminal.setFormatter(TurnFailureFormatter(None))
+        else:
+            whole.setFormatter(logging.Formatter("%(asctime)s " + _FORMAT))
+            # First: a record on the terminal is already in the file.
+            handlers.insert(0, whole)
+    logging.basicConfig(level=level, handlers=handlers)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the agent process; returns its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         print("usage: python -m band_trio.devloop.child TARGET", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=os.environ.get(LOG_LEVEL_VARIABLE, "WARNING").upper(),
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    _configure_logging()
     try:
         target = parse_target(args[0])
     except TargetError as exc:

@@ -127,18 +127,23 @@ def render_event(
     kind: str, data: Mapping[str, Any], roster: ChatDirectory, *, verbose: bool = False
 ) -> str | None:
     """One line for a live event of the current room, or None for an event not
-    shown (message status changes other than failures, unless ``verbose``)."""
+    shown (message status changes other than failures and interruptions,
+    unless ``verbose``)."""
     if kind == "message_created":
         return render_message(data, roster)
     if kind == "agent_activity":
         return _activity_line(data, roster)
     if kind == "message_status":
         status = data.get("status")
-        if status != "failed" and not verbose:
-            return None
         who = roster.label(data.get("agent_id"))
+        if data.get("interrupted"):
+            return f"  * {who}: turn interrupted"
         if status == "failed":
-            return f"  !! {who} failed to process a message"
+            attempt = data.get("attempt")
+            number = f" {attempt}" if isinstance(attempt, int) else ""
+            return f"  !! {who}: attempt{number} failed"
+        if not verbose:
+            return None
         return f"  ({who}: {status})"
     if kind in ("participant_added", "participant_removed"):
         participant = data.get("participant")

@@ -223,6 +223,7 @@ async def run_dev(
     """
     # Lazy: the optional `local` extra (checked by the command line first).
     from band_trio.local import HumanClient, open_local_platform
+    from band_trio.local.server import exposure_warning  # lazy: the same extra
 
     console = console if console is not None else Console()
     try:
@@ -230,12 +231,6 @@ async def run_dev(
     except TargetError as exc:
         print(f"band-trio dev: {exc}", file=sys.stderr)
         return 2
-    if not is_loopback(options.host):
-        print(
-            f"band-trio dev: warning: listening on {options.host}, not loopback: anyone who "
-            "can reach it and has the token printed below can post as you and run your agents",
-            file=sys.stderr,
-        )
     if options.state_dir is not None:
         state_home = options.state_dir / AGENT_STATE_SUBDIR
     else:
@@ -248,7 +243,12 @@ async def run_dev(
             user_name=DEV_USER_NAME,
             user_handle=DEV_USER_HANDLE,
             state_dir=options.state_dir,
+            warn_if_exposed=False,
         ) as platform:
+            if not is_loopback(options.host):
+                # One warning, the one `band-trio platform` prints, on stderr.
+                warning = exposure_warning(options.host, platform.rest_url)
+                print(f"band-trio dev: {warning}", file=sys.stderr, flush=True)
             agents = []
             for target, name in zip(targets, options.agent_names(targets), strict=True):
                 # With a state directory, the same name finds the agent (its id,

@@ -329,6 +329,21 @@ class HumanClient:
         data = await self._obj("POST", f"/chats/{room_id}/control", json=body)
         return list(data["sent"])
 
+    async def interrupt(self, room_id: str, agent_id: str | None = None) -> list[str]:
+        """Interrupt the running turn of one agent of the room, or of every
+        agent in it; returns the agents that had a turn running (empty: there
+        was nothing to interrupt). The live feed's ``message_status`` of an
+        interrupted turn carries ``"interrupted": true``.
+
+        Raises:
+            NotFoundError: the user is not in the room, or the agent is not.
+        """
+        body: dict[str, Any] = {"action": "interrupt"}
+        if agent_id is not None:
+            body["agent_id"] = agent_id
+        data = await self._obj("POST", f"/chats/{room_id}/control", json=body)
+        return list(data["running"])
+
     async def agent_status(self, room_id: str | None = None) -> list[dict[str, Any]]:
         """The user's agents (or the agents in ``room_id``): ``id``, ``name``,
         ``handle``, ``connected``, ``status`` (working or idle), ``stopped_rooms``

@@ -253,12 +253,19 @@ class LiveFeed:
                             "agent_id": agent_id,
                             "status": status,
                             "attempt": delivery.get("current_attempt"),
+                            "interrupted": self._interrupted(room_id, message["id"], agent_id),
                         },
                     )
                 )
             if status is not None:
                 self._statuses[key] = status
         return events
+
+    def _interrupted(self, room_id: str, message_id: str, agent_id: str) -> bool:
+        room = self._state.rooms.get(room_id)
+        message = room.by_id.get(message_id) if room is not None else None
+        delivery = message.deliveries.get(agent_id) if message is not None else None
+        return bool(delivery and delivery.attempts and delivery.attempts[-1].interrupted)
 
     def _watched_rooms(self) -> list[RoomRecord]:
         users = {s.user_id for s in self._subscriptions}

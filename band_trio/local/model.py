@@ -134,6 +134,8 @@ class AttemptRecord:
     started_at: str
     error: str | None = None
     finished_at: str | None = None
+    interrupted: bool = False
+    """A person interrupted the agent while this attempt was open."""
 
 
 @attrs.define(eq=False)

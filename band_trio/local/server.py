@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import trio
 
@@ -52,6 +53,8 @@ __all__ = [
     "AgentCredentials",
     "LocalPlatform",
     "UserCredentials",
+    "connect_host",
+    "exposure_warning",
     "is_loopback",
     "open_local_platform",
 ]
@@ -76,6 +79,29 @@ def is_loopback(host: str) -> bool:
         return False
     mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 is loopback too
     return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+_WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}
+
+
+def connect_host(host: str) -> str:
+    """The address a client on this machine connects to for an interface to
+    bind: loopback for the wildcard ``0.0.0.0`` (``::``), else ``host``."""
+    return _WILDCARDS.get(host, host.strip("[]"))
+
+
+def exposure_warning(host: str, rest_url: str) -> str:
+    """The one warning for a platform bound to ``host`` beyond loopback and
+    serving at ``rest_url``: who can reach it, at which URL from another
+    machine, and that keys are not printed."""
+    port = urlsplit(rest_url).port
+    public = socket.gethostname() if host in _WILDCARDS else host.strip("[]")
+    public = f"[{public}]" if ":" in public else public
+    return (
+        f"warning: listening on {host}, not loopback: anyone who can reach "
+        f"http://{public}:{port} and holds a key acts as that user or agent, over plain "
+        "HTTP (keys travel in clear); keys are printed only with --json"
+    )
 
 
 class _SavingChangeFeed(ChangeFeed):
@@ -139,9 +165,14 @@ class LocalPlatform:
             of them); one more is answered 503 and closed. None: three
             quarters of the process's soft limit of open files, which
             :meth:`serve` first raises as far as the hard limit allows.
+        warn_if_exposed: log a warning when bound beyond loopback (a program
+            that prints its own, as ``band-trio dev`` and ``platform`` do,
+            turns it off).
 
     Binding another interface than loopback (``host="0.0.0.0"``) makes every
-    key a network secret: the platform logs a warning when it starts.
+    key a network secret: the platform logs a warning when it starts. Its
+    :attr:`rest_url` is one a client connects to: on loopback
+    (``127.0.0.1``) for the wildcard ``0.0.0.0``.
 
     Raises:
         BandConfigError: ``state_dir`` is in use by another platform, or holds
@@ -152,7 +183,6 @@ class LocalPlatform:
         faults: fault injection rules applied to every request.
         hub: the WebSocket hub (live sockets and joined topics).
         user: the pre-created user's credentials.
-        agents: credentials of every agent registered through this object.
         admin: whether ``/_local/admin`` is served.
         admin_key: the admin key.
         state_dir: where the state is kept (None: in memory).
@@ -173,8 +203,10 @@ class LocalPlatform:
         state_dir: str | os.PathLike[str] | None = None,
         max_connections_per_client: int = DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
         max_connections: int | None = None,
+        warn_if_exposed: bool = True,
     ) -> None:
         self.host = host
+        self.warn_if_exposed = warn_if_exposed
         self.admin = admin
         self.max_connections_per_client = max_connections_per_client
         self.max_connections = max_connections
@@ -306,10 +338,12 @@ class LocalPlatform:
             async with trio.open_nursery() as nursery:
                 await nursery.start(partial(guard.serve, listener))
                 self._guard = guard
-                host = f"[{self.host}]" if ":" in self.host else self.host
+                # A URL a client can connect to: loopback for a wildcard bind.
+                host = connect_host(self.host)
+                host = f"[{host}]" if ":" in host else host
                 self._rest_url = f"http://{host}:{port}"
                 log.info("local Band platform listening on %s", self._rest_url)
-                if not is_loopback(self.host):
+                if self.warn_if_exposed and not is_loopback(self.host):
                     log.warning(
                         "the local Band platform is bound to %s, not loopback: anyone who "
                         "can reach this address and holds a key can act as that user or "

@@ -77,6 +77,7 @@ class OtelMetrics:
         self._sources[agent_id] = statistics
 
     def discard(self, agent_id: str) -> None:
+        """Stop reporting ``agent_id`` (nothing happens if it is not reported)."""
         self._sources.pop(agent_id, None)
 
     def _observations(self, read: Callable[[AgentStatistics], Iterable[Any]]) -> list[Any]:

@@ -18,7 +18,7 @@ from typing import Any, Final
 from band_trio.errors import MissingExtraError
 from band_trio.observe.catalogue import INSTRUMENTS, TURN_DURATION
 from band_trio.runtime.agent_statistics import AgentStatistics
-from band_trio.runtime.turn_durations import BUCKETS
+from band_trio.runtime.core.turn_durations import BUCKETS
 
 __all__ = ["CONTENT_TYPE", "MetricsRenderer", "metrics_renderer"]
 

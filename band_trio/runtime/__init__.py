@@ -11,10 +11,10 @@ two fields of :class:`~band_trio.AgentStatistics`, for code that reads them.
 
 from band_trio.runtime.config import IN_MEMORY
 from band_trio.runtime.contact_events import ContactEventHandler, RoomSink
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.turn_durations import TurnDurationStatistics
 from band_trio.runtime.gc_policy import GcFreezeStatistics
 from band_trio.runtime.platform_runtime import PlatformRuntime
-from band_trio.runtime.preprocessor import DefaultPreprocessor
-from band_trio.runtime.turn_durations import TurnDurationStatistics
 
 __all__ = [
     "IN_MEMORY",

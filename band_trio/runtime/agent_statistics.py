@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import attrs
 
+from band_trio.runtime.claims.ledger import LedgerStatistics
+from band_trio.runtime.core.turn_durations import TurnDurationStatistics
 from band_trio.runtime.gc_policy import GcFreezeStatistics
-from band_trio.runtime.ledger import LedgerStatistics
-from band_trio.runtime.room_services import RoomStatistics
-from band_trio.runtime.turn_durations import TurnDurationStatistics
+from band_trio.runtime.room.services import RoomStatistics
 from band_trio.wire.link import LinkStatistics
 from band_trio.wire.rest import RestStatistics
 

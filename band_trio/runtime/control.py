@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from band_trio._logging import get_logger
+from band_trio.runtime.core.schedule import ControlDeduplicator
 from band_trio.runtime.room import Room
-from band_trio.runtime.schedule import ControlDeduplicator
 from band_trio.wire.events import AgentControl
 
 __all__ = ["ControlHandler"]

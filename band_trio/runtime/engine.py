@@ -18,7 +18,7 @@ start-up and reconnect cost one listing plus one ``GET /messages/next`` per
 room; a roster that is truncated or omitted is read right before the room's
 next turn. Joins are bounded by ``max_parallel_joins``; each room's drain
 starts as soon as the room is joined, bounded by ``max_parallel_drains``
-(:class:`~band_trio.runtime.pacer.RoomPacer`, the most recently active rooms
+(:class:`~band_trio.runtime.room.pacer.RoomPacer`, the most recently active rooms
 first after a reconnect). A reconnect owes each room ONE drain: requests made
 before that drain runs are merged, and the re-listing that follows only
 admits, retires and refreshes rosters. Idle reconciles of all rooms share one
@@ -50,9 +50,9 @@ from band_trio.errors import BandError
 from band_trio.runtime.contact_events import ContactHandlerStatistics
 from band_trio.runtime.control import ControlHandler
 from band_trio.runtime.dispatcher import Dispatcher
-from band_trio.runtime.pacer import RoomPacer
 from band_trio.runtime.ports import ContactService, TopicLink
 from band_trio.runtime.room import Room, RoomServices, RoomStatistics
+from band_trio.runtime.room.pacer import RoomPacer
 from band_trio.wire.events import ContactEvent
 from band_trio.wire.link import LinkEvent, room_topics
 from band_trio.wire.models import ChatRoom
@@ -477,7 +477,7 @@ class AgentEngine:
         serving = [s.room for s in self._rooms.values() if s.serving and not s.removed]
         serving.sort(key=lambda room: room.last_active, reverse=True)
         for room in serving:
-            room.request_bulk_resync(refresh_roster=True)
+            room.request_bulk_reconcile(refresh_roster=True)
         self._request_relist()
 
     def _request_relist(self) -> None:
@@ -526,7 +526,7 @@ class AgentEngine:
                     # again are missed: it owes one more drain.
                     self._pacer.next_epoch()
                     for room in rejoined:
-                        room.request_bulk_resync(refresh_roster=False)
+                        room.request_bulk_reconcile(refresh_roster=False)
                 if listed is None and retry_until_listed:
                     delay = next(delays, self._config.idle_resync_interval)
                     await trio.sleep(delay)
@@ -551,7 +551,7 @@ class AgentEngine:
         An agent-level topic (``agent_control:``, ``agent_rooms:``, ``agent_contacts:``) is joined
         again with backoff; for rooms, the re-listing below rejoins the rooms
         the agent is still in and retires the others. Either way the rooms are
-        re-listed and resynced, since pushes may have been missed.
+        re-listed and reconciled, since pushes may have been missed.
         """
         logger.warning("topic %s lost; recovering", topic)
         if not self._accepting or self._nursery is None:

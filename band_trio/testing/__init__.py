@@ -26,3 +26,9 @@ def __getattr__(name: str) -> Any:
 
         return conformance
     raise AttributeError(f"module 'band_trio.testing' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The lazy names are listed too: completion and autodoc (which walks dir())
+    # see every name of __all__.
+    return sorted(set(globals()) | set(__all__))

@@ -14,7 +14,7 @@ import trio
 from band_trio import AgentFailure
 from band_trio.adapter import ToolEffect, report_failure
 from band_trio.errors import RoomExecutionStoppedError
-from band_trio.runtime.turn_ledger import TurnLedger, TurnVerdict
+from band_trio.runtime.core.turn_effects import TurnEffects, TurnVerdict
 from band_trio.tools import AgentTools
 from band_trio.wire.rest import RestClient
 from tests.scripted_platform import AGENT_ID, ROOM, ROSTER, ScriptedPlatform, error, ok
@@ -24,10 +24,10 @@ EVENTS = rf"/chats/{ROOM}/events"
 
 @attrs.define
 class LedgerHooks:
-    """Turn hooks that keep a TurnLedger, like the engine's turn."""
+    """Turn hooks that keep a TurnEffects, like the engine's turn."""
 
     message_id: str | None = "msg-1"
-    ledger: TurnLedger = attrs.Factory(TurnLedger)
+    effects: TurnEffects = attrs.Factory(TurnEffects)
     stopped: int = 0
 
     def reply_sent(self, reply_id: str) -> None: ...
@@ -37,13 +37,13 @@ class LedgerHooks:
     def reply_settled(self, digest: str) -> None: ...
 
     def failure_reported(self) -> None:
-        self.ledger.note_reported()
+        self.effects.note_reported()
 
     def execution_stopped(self) -> None:
         self.stopped += 1
 
     def record_effect(self, effect: ToolEffect) -> None:
-        self.ledger.record_effect(effect)
+        self.effects.record_effect(effect)
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ async def test_send_failure_posts_the_error_event_and_marks_the_turn(
     tools: AgentTools, platform: ScriptedPlatform, hooks: LedgerHooks
 ) -> None:
     platform.on("POST", EVENTS, ok({"id": "e-1", "message_type": "error", "success": True}))
-    assert hooks.ledger.verdict is TurnVerdict.MISSING_REPLY
+    assert hooks.effects.verdict is TurnVerdict.MISSING_REPLY
     with trio.fail_after(5):
         receipt = await tools.send_failure(
             AgentFailure("anthropic", "overloaded", code=529, detail={"type": "overloaded"})
@@ -83,9 +83,9 @@ async def test_send_failure_posts_the_error_event_and_marks_the_turn(
         }
     }
     # Only an observe effect (the event), yet the turn is complete: reported.
-    assert hooks.ledger.effects == (ToolEffect.OBSERVE,)
-    assert hooks.ledger.reported
-    assert hooks.ledger.verdict is TurnVerdict.COMPLETE
+    assert hooks.effects.effects == (ToolEffect.OBSERVE,)
+    assert hooks.effects.reported
+    assert hooks.effects.verdict is TurnVerdict.COMPLETE
     assert tools.failure_reported
 
 
@@ -97,7 +97,7 @@ async def test_report_failure_uses_send_failure(
         await report_failure(tools, AgentFailure("langgraph", ""))
     [call] = platform.requests_to("POST", EVENTS)
     assert call.body["event"]["content"] == "langgraph failed without an error message."
-    assert hooks.ledger.reported
+    assert hooks.effects.reported
 
 
 async def test_a_failed_post_is_logged_and_leaves_the_turn_unreported(
@@ -109,7 +109,7 @@ async def test_a_failed_post_is_logged_and_leaves_the_turn_unreported(
     platform.on("POST", EVENTS, error(422, "invalid", "nope"))
     with trio.fail_after(5):
         assert await tools.send_failure(AgentFailure("anthropic", "boom")) is None
-    assert not hooks.ledger.reported
+    assert not hooks.effects.reported
     assert not tools.failure_reported
     assert "could not post the anthropic failure report" in caplog.text
     assert "do-not-leak" not in caplog.text
@@ -122,7 +122,7 @@ async def test_a_stopped_room_propagates(
     with trio.fail_after(5), pytest.raises(RoomExecutionStoppedError):
         await tools.send_failure(AgentFailure("anthropic", "boom"))
     assert hooks.stopped == 1
-    assert not hooks.ledger.reported
+    assert not hooks.effects.reported
 
 
 async def test_without_hooks_the_tools_still_remember(

@@ -25,19 +25,19 @@ Reference: docs/reference/official-runtime.rst. The test docstrings cite the
 #   29 agent/test_conflict
 #   30 wire/test_link (heartbeats)
 #   31 agent/test_lifecycle (call order)
-#   32 runtime/core/test_ledger, agent/test_faults (processed 500s)
+#   32 runtime/claims/test_ledger, agent/test_faults (processed 500s)
 #   33 differs (retryable acks never given up)
-#   34, 39 agent/test_lifecycle, runtime/core/test_ledger
+#   34, 39 agent/test_lifecycle, runtime/claims/test_ledger
 #   35 agent/test_config_knobs
-#   36 runtime/core/test_ledger
+#   36 runtime/claims/test_ledger
 #   37 runtime/room/test_timing (refused claims)
 #   38 runtime/room/test_timing (gated claims)
 #   40 agent/test_lifecycle (serial)
 #   41 agent/test_lifecycle
 #   42 agent/test_faults (differs: class-name label)
 #   43 agent/test_config_knobs
-#   44, 45 agent/test_faults (poison; restart), runtime/core/test_ledger
-#   46 runtime/core/test_ledger, agent/test_control (stopped message re-run after play)
+#   44, 45 agent/test_faults (poison; restart), runtime/claims/test_ledger
+#   46 runtime/claims/test_ledger, agent/test_control (stopped message re-run after play)
 #   47 runtime/room/test_timing, agent/test_faults (hang)
 #   48 agent/test_faults (fifty rooms)
 #   49 agent/test_room_recovery

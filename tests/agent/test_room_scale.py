@@ -22,12 +22,12 @@ import pytest
 import trio
 import trio.testing
 
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.reconcile_budget import ReconcileBudget
+from band_trio.runtime.core.rest_messages import event_from_rest
 from band_trio.runtime.engine import AgentEngine
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
-from band_trio.runtime.reconcile_budget import ReconcileBudget
-from band_trio.runtime.rest_messages import event_from_rest
 from band_trio.runtime.room import RoomServices
 from band_trio.wire.models import (
     ChatMessage,

@@ -10,7 +10,7 @@ import trio.testing
 from band_trio import Agent, AgentConfig, SimpleAdapter, open_agent
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage
 from band_trio.local import HumanClient, LocalPlatform
-from band_trio.runtime.turn_durations import TurnDurations, TurnDurationStatistics
+from band_trio.runtime.core.turn_durations import TurnDurations, TurnDurationStatistics
 from band_trio.testing._memory_rest import MemoryRest
 from band_trio.wire.link import LinkStatistics
 from band_trio.wire.rest import RestStatistics

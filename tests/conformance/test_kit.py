@@ -20,7 +20,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from band_trio import BandConfigError
-from band_trio.runtime.drain_schedule import DrainSchedule
+from band_trio.runtime.core.drain_schedule import DrainSchedule
 from band_trio.testing import conformance
 from band_trio.testing.conformance import (
     CI_PROFILE,

@@ -99,6 +99,8 @@ async def test_chat_attaches_shows_events_and_interrupts(
             at = await term.wait_for("Type a message", after=at)
             await term.type(f"/invite @{creds.handle}\r")
             at = await term.wait_for(f"* invited @{creds.handle}", after=at)
+            await term.type("/interrupt\r")
+            at = await term.wait_for("* nothing to interrupt: no turn is running", after=at)
 
             await term.type("@echo quick\r")
             at = await term.wait_for(
@@ -115,10 +117,12 @@ async def test_chat_attaches_shows_events_and_interrupts(
             at = await term.wait_for(f"* @{creds.handle} is working…", after=at)
             await term.type("/interrupt\r")
             # The command's answer and the feed's state change come in either order.
-            sent = await term.wait_for(f"* interrupt sent to @{creds.handle}", after=at)
+            sent = await term.wait_for(f"* interrupting @{creds.handle}", after=at)
             with trio.fail_after(STEP):
                 await adapter.cancelled.wait()
-            at = max(sent, await term.wait_for(f"* @{creds.handle} is idle", after=at))
+            # The interrupted turn leaves a note in the conversation.
+            noted = await term.wait_for(f"* @{creds.handle}: turn interrupted", after=at)
+            at = max(sent, noted, await term.wait_for(f"* @{creds.handle} is idle", after=at))
 
             await term.type("/stop\r")
             sent = await term.wait_for(f"* stop sent to @{creds.handle}", after=at)

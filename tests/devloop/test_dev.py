@@ -118,6 +118,40 @@ async def test_several_agents_share_one_room(tmp_path: Path) -> None:
             assert await dev.wait() == 0
 
 
+FAILING_SOURCE = """
+import band_trio
+
+
+class Failing(band_trio.SimpleAdapter[band_trio.HistoryProvider]):
+    async def on_message(self, msg, tools, history, participants_msg, contacts_msg, *,
+                         is_session_bootstrap, room_id):
+        raise ValueError("the model is down")
+"""
+
+
+async def test_a_failing_turn_is_one_line_per_attempt_and_one_traceback(tmp_path: Path) -> None:
+    (tmp_path / "failing.py").write_text(FAILING_SOURCE)
+    async with running(["dev", "failing.py", "--no-chat", "--json"], tmp_path) as (dev, output):
+        info = await read_banner(output)
+        await output.wait_for("@you/failing is running", within=STARTUP)
+        async with HumanClient(base_url=info["rest_url"], api_key=info["user"]["api_key"]) as human:
+            await human.post_message(info["room_id"], "@you/failing hi", ["you/failing"])
+            await output.wait_for("(attempt 3 of 3)")
+        for number in (1, 2, 3):
+            lines = [line for line in output.lines if f"(attempt {number} of 3)" in line]
+            assert len(lines) == 1, output.text()
+            assert f"(attempt {number} of 3): ValueError: the model is down" in lines[0]
+        # The traceback is shown once; the agent's log file has every attempt's.
+        assert output.text().count("Traceback (most recent call last)") == 1
+        first = next(line for line in output.lines if "(attempt 1 of 3)" in line)
+        log_file = trio.Path(first.split("every attempt's traceback: ")[1].rstrip(")"))
+        # The child writes each record to its log file before the terminal.
+        assert (await log_file.read_text()).count("Traceback (most recent call last)") == 3
+        dev.send_signal(signal.SIGTERM)
+        with trio.fail_after(STEP):
+            assert await dev.wait() == 0
+
+
 async def test_a_broken_target_without_reload_is_reported_and_dev_keeps_running(
     tmp_path: Path,
 ) -> None:

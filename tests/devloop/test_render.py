@@ -70,8 +70,10 @@ def test_working_state_failures_and_roster_changes() -> None:
     status = {"message_id": "m", "agent_id": "a1", "status": "processed"}
     assert render_event("message_status", status, r) is None
     assert render_event("message_status", status, r, verbose=True) == "  (@you/echo: processed)"
-    failed = {**status, "status": "failed"}
-    assert render_event("message_status", failed, r) == "  !! @you/echo failed to process a message"
+    failed = {**status, "status": "failed", "attempt": 2}
+    assert render_event("message_status", failed, r) == "  !! @you/echo: attempt 2 failed"
+    interrupted = {**status, "attempt": 1, "interrupted": True}
+    assert render_event("message_status", interrupted, r) == "  * @you/echo: turn interrupted"
     added = {"participant": {"id": "a2", "name": "Bot", "handle": "you/bot", "type": "Agent"}}
     assert render_event("participant_added", added, r) == "* @you/bot joined the room"
     assert "a2" in r.agents

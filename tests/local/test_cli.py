@@ -224,13 +224,13 @@ def test_a_non_loopback_bind_warns_and_hides_keys_from_the_banner(
     assert "SECRET" not in out
     assert "hidden: not bound to loopback" in out
     assert "BAND_AGENT_ID=a1" in out
-    assert "WARNING" in err
+    assert "warning" in err
     assert "0.0.0.0" in err
     # --json is an explicit request for the keys: they are given, after the warning
     _print_info(_banner_info(exposed=True), True)
     out, err = capsys.readouterr()
     assert json.loads(out)["user"]["api_key"] == "band_user_SECRET"
-    assert "WARNING" in err
+    assert "warning" in err
     # on loopback: keys in the banner, no warning
     _print_info(_banner_info(exposed=False), False)
     out, err = capsys.readouterr()

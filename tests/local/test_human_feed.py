@@ -104,6 +104,7 @@ async def test_stream_starts_with_resync_then_tells_messages_events_and_statuses
                 "agent_id": demo.id,
                 "status": "processed",
                 "attempt": 1,
+                "interrupted": False,
             }
             statuses = [d["status"] for t, _, d in feed.events if t == "message_status"]
             assert statuses == ["processing", "processed"]
@@ -393,3 +394,40 @@ def test_a_new_watcher_is_told_changes_not_the_state_it_lists() -> None:
     feed.publish([])
     assert [(e.type, e.data["stopped"]) for e in second.take()] == [("agent_activity", True)]
     assert first.take() == []
+
+
+async def test_interrupt_says_which_agents_had_a_turn_and_the_feed_notes_it(
+    band_platform: LocalPlatform, human: HumanClient, demo: AgentCredentials, room: str
+) -> None:
+    with trio.fail_after(IO_DEADLINE):
+        assert await human.interrupt(room) == []
+        sent = await human.post_message(room, "long job", [demo.handle])
+        async with watching(human, room) as watcher, agent_http(band_platform, demo) as agent:
+            await agent.post(f"/chats/{room}/messages/{sent['id']}/processing")
+            assert await human.interrupt(room, demo.id) == [demo.id]
+            # The agent cancels the turn and marks the message processed.
+            await agent.post(f"/chats/{room}/messages/{sent['id']}/processed")
+            _, _, data = await watcher.wait_for(
+                lambda item: item[0] == "message_status" and item[2]["status"] == "processed"
+            )
+        assert data["interrupted"] is True
+        assert data["message_id"] == sent["id"]
+        assert await human.interrupt(room, demo.id) == []
+
+
+async def test_a_user_following_the_feed_is_reported_online(
+    band_platform: LocalPlatform, human: HumanClient, demo: AgentCredentials, room: str
+) -> None:
+    user_id = band_platform.user.id
+
+    async def online_in_the_room() -> bool:
+        async with agent_http(band_platform, demo) as agent:
+            rows = (await agent.get(f"/chats/{room}/participants")).json()["data"]
+        return next(row["online"] for row in rows if row["id"] == user_id)
+
+    with trio.fail_after(IO_DEADLINE):
+        assert not await online_in_the_room()
+        async with watching(human, room):
+            assert await online_in_the_room()
+        await band_platform.wait_for(lambda: not band_platform.state.is_online(user_id))
+        assert not await online_in_the_room()

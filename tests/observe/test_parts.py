@@ -38,8 +38,8 @@ from band_trio.production import (
 )
 from band_trio.runtime.agent_statistics import AgentStatistics
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core.turn_durations import BUCKETS, TurnDurations
 from band_trio.runtime.platform_runtime import PlatformRuntime
-from band_trio.runtime.turn_durations import BUCKETS, TurnDurations
 from band_trio.wire.link import LinkStatistics
 from band_trio.wire.rest._routes import call_outcome, route_class
 

@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-ONE_BROWSER_TEST = "tests/playground/test_playground_browser.py::test_the_page_needs_the_users_key"
+ONE_BROWSER_TEST = "tests/playground/test_playground_browser.py::test_the_page_has_an_icon"
 
 
 def run_one_browser_test(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -7,11 +7,14 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FloatRect, Page, expect
 
 from tests.playground.world import (
     BROKEN_WORD,
+    FAILING_WORD,
     FAILURE,
+    LONG_RESULT,
+    LONG_WORD,
     ROOM_TITLE,
     SLOW_WORD,
     THOUGHT,
@@ -84,12 +87,53 @@ def test_interrupt_stops_a_slow_turn(page: Page, world: World) -> None:
     page.locator("#interrupt").click()
     expect(agent).to_have_attribute("data-status", "idle")
     expect(page.locator("#working")).to_be_hidden()
+    # The interrupted turn leaves a note, and its attempt says how it ended.
+    expect(page.locator(".msg.note.interrupted")).to_have_text(
+        f"{world.agent_name}: turn interrupted"
+    )
+    expect(page.locator(".attempt .attempt-title").last).to_have_text(
+        f"{world.agent_name} · attempt 1 · interrupted"
+    )
     slow = page.locator(".msg.text.mine").filter(has_text=SLOW_WORD)
     expect(slow.locator(".delivery")).to_contain_text("processed")
     expect(page.locator(".msg.text:not(.mine)")).to_have_count(0)
     # The agent is free again: the next message gets its answer.
     send(page, f"@{world.agent_handle} and now?")
     expect(page.locator(".msg.text:not(.mine)")).to_have_count(1)
+
+
+def test_interrupt_with_nothing_running_says_so(page: Page, world: World) -> None:
+    open_room(page, world)
+    page.locator("#interrupt").click()
+    expect(page.locator("#notice")).to_have_text("Nothing to interrupt: no turn is running.")
+
+
+def test_a_failing_turn_groups_and_numbers_its_attempts(page: Page, world: World) -> None:
+    open_room(page, world)
+    send(page, f"@{world.agent_handle} the {FAILING_WORD} case")
+    attempts = page.locator(".attempt")
+    expect(attempts).to_have_count(3)
+    for number in (1, 2, 3):
+        attempt = page.locator(f'.attempt[data-attempt="{number}"]')
+        expect(attempt.locator(".attempt-title")).to_have_text(
+            f"{world.agent_name} · attempt {number} · failed"
+        )
+        # The thought of each attempt is in that attempt's group.
+        expect(attempt.locator('.cards .msg.thought[data-type="thought"]')).to_have_count(1)
+    notes = page.locator(".msg.note.failed")
+    expect(notes).to_have_text([f"{world.agent_name}: attempt {n} failed" for n in (1, 2, 3)])
+
+
+def test_a_long_tool_result_is_collapsed_until_clicked(page: Page, world: World) -> None:
+    open_room(page, world)
+    send(page, f"@{world.agent_handle} tell me {LONG_WORD}")
+    tool = page.locator('.msg.tool[data-type="tool_call"]')
+    expect(tool.locator("details.long-result summary")).to_contain_text("40 lines")
+    result = tool.locator("pre.result")
+    expect(result).to_be_hidden()
+    tool.locator("details.long-result summary").click()
+    expect(result).to_be_visible()
+    expect(result).to_have_text(LONG_RESULT)
 
 
 def test_stop_and_play_show_on_the_agent(page: Page, world: World) -> None:
@@ -127,11 +171,58 @@ def test_create_a_room_and_invite_the_agent(page: Page, world: World) -> None:
     expect(page.locator(".msg.text:not(.mine)")).to_contain_text("It is sunny in Lyon today.")
 
 
-def test_the_page_needs_the_users_key(page: Page, world: World) -> None:
+def test_the_page_without_a_key_says_how_to_open_it(page: Page, world: World) -> None:
     response = page.goto(f"{world.rest_url}/playground")
     assert response is not None
+    expect(page.locator("#notice")).to_contain_text("/playground?token=")
+
+
+def test_a_wrong_key_is_named(page: Page, world: World) -> None:
+    response = page.goto(f"{world.rest_url}/playground?token=band_u_not_a_key")
+    assert response is not None
     assert response.status == 401
-    expect(page.locator("body")).to_contain_text("/playground?token=")
+    expect(page.locator("body")).to_contain_text("This key is wrong")
+    # A key refused after the page loaded (kept from an earlier run) is named too.
+    page.goto(world.playground_url)
+    expect(page.locator("#live")).to_have_text("live")
+    page.evaluate("sessionStorage.setItem('band-playground-token', 'band_u_stale')")
+    page.goto(f"{world.rest_url}/playground")
+    expect(page.locator("#notice")).to_contain_text("This key was refused")
+
+
+def test_the_key_leaves_the_address_bar_and_survives_a_reload(page: Page, world: World) -> None:
+    open_room(page, world)
+    assert "token" not in page.url
+    assert world.token not in page.url
+    page.reload()
+    expect(page.locator("#live")).to_have_text("live")
+    expect(page.locator("#room-title")).to_have_text(ROOM_TITLE)
+
+
+def test_the_page_has_an_icon(page: Page, world: World) -> None:
+    open_room(page, world)
+    href = page.locator('link[rel="icon"]').get_attribute("href")
+    assert href == "/playground/favicon.svg"
+    response = page.request.get(f"{world.rest_url}{href}")
+    assert response.ok
+    assert response.headers["content-type"] == "image/svg+xml"
+
+
+def box(page: Page, selector: str) -> FloatRect:
+    found = page.locator(selector).bounding_box()
+    assert found is not None, selector
+    return found
+
+
+def test_narrow_windows_stack_the_columns(page: Page, world: World) -> None:
+    open_room(page, world)
+    wide = [box(page, s) for s in (".rooms", ".conversation", ".side")]
+    assert wide[0]["y"] == wide[1]["y"] == wide[2]["y"]
+    page.set_viewport_size({"width": 700, "height": 900})
+    rooms, conversation, side = (box(page, s) for s in (".rooms", ".conversation", ".side"))
+    assert rooms["x"] == conversation["x"] == side["x"]
+    assert rooms["y"] < conversation["y"] < side["y"]
+    assert conversation["width"] > 600
 
 
 MENTION_CASES = json.loads((Path(__file__).parents[1] / "mention_cases.json").read_text())

@@ -9,16 +9,23 @@ from band_trio.local import AgentCredentials, LocalPlatform
 from tests.local.helpers import IO_DEADLINE
 
 
-async def test_the_page_needs_a_user_key_and_its_files_are_local(
+async def test_a_wrong_key_is_refused_by_name_and_the_files_are_local(
     band_platform: LocalPlatform,
 ) -> None:
     demo: AgentCredentials = band_platform.agents[0]
     with trio.fail_after(IO_DEADLINE):
         async with httpx.AsyncClient(base_url=band_platform.rest_url) as client:
-            for params in ({}, {"token": "wrong"}, {"token": demo.api_key}):
+            for params in ({"token": "wrong"}, {"token": demo.api_key}):
                 refused = await client.get("/playground", params=params)
                 assert refused.status_code == 401
+                assert "This key is wrong" in refused.text
                 assert "/playground?token=" in refused.text
+            # Without a key the page holds no secret (it says how to open it);
+            # a reload after the key left the address bar gets it too.
+            assert (await client.get("/playground")).status_code == 200
+            icon = await client.get("/playground/favicon.svg")
+            assert icon.status_code == 200
+            assert icon.headers["content-type"] == "image/svg+xml"
             page = await client.get("/playground", params={"token": band_platform.user.api_key})
             assert page.status_code == 200
             assert page.headers["content-type"] == "text/html; charset=utf-8"

@@ -34,6 +34,9 @@ from band_trio.runtime.config import AgentConfig
 ROOM_TITLE = "Playground room"
 SLOW_WORD = "slowly"
 BROKEN_WORD = "broken"
+FAILING_WORD = "failing"
+LONG_WORD = "everything"
+LONG_RESULT = "\n".join(f"line {n}: weather station {n} reports sun" for n in range(1, 41))
 THOUGHT = "The user wants the weather: look it up."
 FAILURE = "The weather service is down."
 USAGE = Usage(input_tokens=12, output_tokens=7)
@@ -42,7 +45,9 @@ USAGE = Usage(input_tokens=12, output_tokens=7)
 class WeatherAdapter(SimpleAdapter[HistoryProvider]):
     """Answers with a thought, one tool call (``lookup``), a reply and its token
     usage. A message with ``slowly`` in it starts a turn that only ends when it
-    is interrupted; one with ``broken`` gets an error event and an apology."""
+    is interrupted; one with ``broken`` gets an error event and an apology; one
+    with ``failing`` posts its thought and raises (every attempt); one with
+    ``everything`` gets a long tool result."""
 
     async def on_message(
         self,
@@ -62,9 +67,12 @@ class WeatherAdapter(SimpleAdapter[HistoryProvider]):
             await tools.send_message("Sorry, I could not look it up.", [msg.sender_id])
             return
         await tools.send_event(THOUGHT, "thought", None)
+        if FAILING_WORD in msg.content:
+            raise RuntimeError("the weather model crashed")
         call_id = f"call-{msg.id}"
         await post_tool_call(tools, "lookup", {"query": "weather in Lyon"}, call_id)
-        await post_tool_result(tools, "lookup", "sunny, 21 degrees", call_id)
+        result = LONG_RESULT if LONG_WORD in msg.content else "sunny, 21 degrees"
+        await post_tool_result(tools, "lookup", result, call_id)
         await tools.send_message("It is sunny in Lyon today.", [msg.sender_id])
         await emit_usage(tools, USAGE)
 

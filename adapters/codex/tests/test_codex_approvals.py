@@ -27,7 +27,7 @@ from band_trio.local import HumanClient, LocalPlatform
 TIMEOUT = 30
 APPROVAL = {
     "request": "item/commandExecution/requestApproval",
-    "params": {"itemId": "i1", "command": "touch /tmp/approved"},
+    "params": {"itemId": "i1", "command": "touch approved.txt"},
 }
 LEGACY = {"request": "execCommandApproval", "params": {"command": ["ls", "-l"]}}
 
@@ -55,8 +55,7 @@ async def test_without_approvals_every_request_is_declined(
     assert first["result"] == {"decision": "decline"}
     assert legacy["result"] == {"decision": "denied"}
     assert (
-        "Approval requested (run `touch /tmp/approved`). Decision: **decline** "
-        in _notices(room)[0]
+        "Approval requested (run `touch approved.txt`). Decision: **decline** " in _notices(room)[0]
     )
 
 

@@ -52,8 +52,8 @@ def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 async def main() -> list[str]:
     """Run the demo; the room's messages as ``"<sender>: <text>"`` lines."""
-    async with open_local_platform() as platform:
-        creds = platform.agents[0]
+    async with open_local_platform(seed_demo=False) as platform:
+        creds = platform.register_agent("PydanticAI", "Answers with a pydantic-ai agent.")
         adapter = PydanticAIAdapter(
             agent=Agent(FunctionModel(answer)),
             prompt=PromptSettings(custom_section="Answer briefly."),
@@ -80,12 +80,7 @@ async def main() -> list[str]:
 
                 with trio.fail_after(30):
                     await platform.wait_for(answered)
-        names = {platform.user.id: platform.user.name, creds.id: creds.name}
-        return [
-            f"{names.get(m.sender_id, m.sender_id)}: {m.content}"
-            for m in state.messages
-            if m.message_type == "text"
-        ]
+        return platform.transcript(room["id"])
 
 
 if __name__ == "__main__":

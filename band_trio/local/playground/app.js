@@ -1,11 +1,30 @@
 // The Band playground: talk to agents on the local platform from a browser.
 // Plain modern JavaScript, no build step: the human REST API with fetch and the
 // live feed with EventSource, both authenticated by the user key the page was
-// opened with (/playground?token=...). Everything shown is built with
-// textContent, never HTML strings, so message text cannot inject markup.
+// opened with (/playground?token=...), which is then kept for the tab and taken
+// out of the address bar. Everything shown is built with textContent, never
+// HTML strings, so message text cannot inject markup.
 "use strict";
 
-const TOKEN = new URLSearchParams(location.search).get("token") || "";
+const TOKEN_KEY = "band-playground-token";
+const TOKEN = takeToken();
+
+// The key from the address (then removed from it: it would show in the history,
+// in a screen share, in a copied link) or, on a reload, the one kept for the tab.
+function takeToken() {
+  const params = new URLSearchParams(location.search);
+  const given = params.get("token");
+  if (!given) return sessionStorage.getItem(TOKEN_KEY) || "";
+  sessionStorage.setItem(TOKEN_KEY, given);
+  params.delete("token");
+  const rest = params.toString();
+  history.replaceState(null, "", location.pathname + (rest ? "?" + rest : "") + location.hash);
+  return given;
+}
+
+const WRONG_KEY = "This key was refused: it is no user key of this platform (a mistyped one, "
+  + "or one of an earlier run without --state). Open the playground with the link "
+  + "band-trio dev --web or band-trio platform prints.";
 const API = "/api/v1/me";
 const TOKEN_RE = /@\[\[([^\[\]\s]+)\]\]/g;
 
@@ -18,6 +37,7 @@ const state = {
   toolCalls: new Map(),  // tool_call_id -> card element awaiting its result
   agents: new Map(),     // agent id -> status row (agents/status)
   activity: new Map(),   // agent id -> agent_activity data in the current room
+  attempts: new Map(),   // agent id -> the group of the cards of its running attempt
   source: null,
 };
 
@@ -44,6 +64,10 @@ async function api(method, path, body) {
     init.body = JSON.stringify(body);
   }
   const response = await fetch(API + path, init);
+  if (response.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    throw new Error(WRONG_KEY);
+  }
   const text = await response.text();
   const doc = text ? JSON.parse(text) : null;
   if (!response.ok) {
@@ -66,11 +90,12 @@ async function listAll(path) {
   }
 }
 
-function notice(text) {
+function notice(text, sticky = false) {
   const box = $("notice");
   box.textContent = text;
   box.hidden = !text;
-  if (text) setTimeout(() => { if (box.textContent === text) box.hidden = true; }, 6000);
+  // A refused key stays said: nothing works until the page is opened again.
+  if (text && !sticky && text !== WRONG_KEY) setTimeout(() => { if (box.textContent === text) box.hidden = true; }, 6000);
 }
 
 function guarded(fn) {
@@ -108,6 +133,7 @@ async function selectRoom(roomId) {
   state.roomId = roomId;
   state.messages.clear();
   state.toolCalls.clear();
+  state.attempts.clear();
   state.activity.clear();
   $("messages").replaceChildren();
   const enabled = Boolean(roomId);
@@ -229,6 +255,7 @@ async function control(action, agentId) {
   const body = agentId ? { action, agent_id: agentId } : { action };
   const doc = await api("POST", `/chats/${state.roomId}/control`, body);
   if (!doc.data.sent.length) notice("There is no agent in this room to " + action + ".");
+  else if (action === "interrupt" && !doc.data.running.length) notice("Nothing to interrupt: no turn is running.");
   refreshAgentsSoon();
 }
 
@@ -330,16 +357,31 @@ function renderMessage(message) {
     item.append(meta, card);
   }
   state.messages.set(message.id, item);
-  $("messages").append(item);
+  // An agent's cards (thoughts, tool calls, errors) go in the group of its
+  // running attempt; text messages stay in the conversation.
+  const group = kind !== "text" ? state.attempts.get(message.sender_id) : null;
+  (group ? group.querySelector(".cards") : $("messages")).append(item);
 }
+
+// A tool result longer than this is shown collapsed (expand on click).
+const LONG_RESULT_CHARS = 400;
+const LONG_RESULT_LINES = 8;
 
 function attachResult(card, result, raw) {
   const pending = card.querySelector(".pending");
   if (pending) pending.remove();
   if (result.is_error) card.classList.add("is-error");
-  card.append(
-    el("div", { class: "label", text: result.is_error ? "error" : "result" }),
-    el("pre", { class: "result", text: pretty(result.output !== undefined ? result.output : raw) }));
+  const text = pretty(result.output !== undefined ? result.output : raw);
+  const label = result.is_error ? "error" : "result";
+  const pre = el("pre", { class: "result", text });
+  const lines = text.split("\n").length;
+  if (text.length <= LONG_RESULT_CHARS && lines <= LONG_RESULT_LINES) {
+    card.append(el("div", { class: "label", text: label }), pre);
+    return;
+  }
+  card.append(el("details", { class: "long-result" },
+    el("summary", { class: "label", text: `${label} · ${lines} lines, ${text.length} characters (click to expand)` }),
+    pre));
 }
 
 function renderDelivery(item, deliveries) {
@@ -354,7 +396,43 @@ function renderDelivery(item, deliveries) {
   }
 }
 
+function agentName(agentId) {
+  const agent = state.agents.get(agentId);
+  return agent ? agent.name : participantName(agentId) || "Agent";
+}
+
+function note(text, kind) {
+  const item = el("li", { class: `msg note ${kind}`, "data-type": kind, text });
+  $("messages").append(item);
+  return item;
+}
+
+// Each attempt of an agent at a message opens a numbered group that holds the
+// cards it posts; its end (done, failed, interrupted) is written on it.
+function onAttempt(data) {
+  const name = agentName(data.agent_id);
+  if (data.status === "processing") {
+    const group = el("li", { class: "attempt", "data-agent": data.agent_id, "data-attempt": String(data.attempt) },
+      el("div", { class: "attempt-title", text: `${name} · attempt ${data.attempt}` }),
+      el("ol", { class: "cards" }));
+    state.attempts.set(data.agent_id, group);
+    $("messages").append(group);
+    return;
+  }
+  const group = state.attempts.get(data.agent_id);
+  state.attempts.delete(data.agent_id);
+  const end = data.interrupted ? "interrupted" : data.status === "failed" ? "failed" : "done";
+  if (group) {
+    group.dataset.end = end;
+    group.querySelector(".attempt-title").textContent += ` · ${end}`;
+    if (!group.querySelector(".cards").children.length && end === "done") group.remove();
+  }
+  if (data.interrupted) note(`${name}: turn interrupted`, "interrupted");
+  else if (data.status === "failed") note(`${name}: attempt ${data.attempt} failed`, "failed");
+}
+
 function onMessageStatus(data) {
+  onAttempt(data);
   const item = state.messages.get(data.message_id);
   if (!item) return;
   const line = item.querySelector(".delivery");
@@ -552,7 +630,7 @@ function touchRoom(roomId, at) {
 
 async function start() {
   if (!TOKEN) {
-    notice("Open the playground with your user key: /playground?token=<key>");
+    notice("Open the playground with your user key: /playground?token=<key>", true);
     return;
   }
   state.me = (await api("GET", "/profile")).data;

@@ -8,12 +8,16 @@ Three local-platform conveniences for a person talking to agents:
   is ``resync`` (list the state now); a reader that falls behind the feed's
   bound gets another ``resync`` after the dropped events.
 * ``POST /api/v1/me/chats/{id}/control``: send ``agent.control``
-  (interrupt, stop, play) to one agent of the room or to every agent in it.
+  (interrupt, stop, play) to one agent of the room or to every agent in it;
+  answers ``{"sent": [agents told], "running": [agents with a turn to
+  interrupt]}``. The live feed's ``message_status`` of an interrupted turn
+  says ``"interrupted": true``.
 * ``GET /api/v1/me/agents/status``: each of the user's agents with its
   connection, working state and delivery counts.
 
 A browser's ``EventSource`` cannot set headers, so the stream also accepts the
-user key as ``?token=``.
+user key as ``?token=``. A user is reported online (``online`` of participants
+and contacts) while they follow the stream, as while they hold a WebSocket.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import trio
 from band_trio.local.asgi import Ctx, Handler, Receive, Response, Route, Send, Services, ok, route
 from band_trio.local.directory import ACTIVITY_TTL
 from band_trio.local.live_feed import FeedEvent, FeedSubscription
-from band_trio.local.model import JSON, AgentRecord, UserRecord
+from band_trio.local.model import JSON, AgentRecord, RoomRecord, UserRecord
 from band_trio.local.refusal import not_found
 
 __all__ = ["KEEP_ALIVE", "ROUTES", "STREAM_PATH", "agent_status_json", "serve_stream"]
@@ -56,9 +60,21 @@ def me_control(ctx: Ctx) -> Response:
         if agent_id not in agents:
             raise not_found("agent in this chat room")
         agents = [agent_id]
+    running = [a for a in agents if _mark_interrupted(room, a)] if action == "interrupt" else []
     for target in agents:
         ctx.state.control(target, action, room_id=room.id, scope="room")
-    return ok({"sent": agents})
+    return ok({"sent": agents, "running": running})
+
+
+def _mark_interrupted(room: RoomRecord, agent_id: str) -> bool:
+    """Mark the agent's open attempts in the room as interrupted (the live feed
+    then says so when they end); False when it had none."""
+    found = False
+    for message in room.inbox.get(agent_id, ()):
+        attempt = message.deliveries[agent_id].active_attempt
+        if attempt is not None:
+            attempt.interrupted = found = True
+    return found
 
 
 # ------------------------------------------------------------ agent view
@@ -148,6 +164,8 @@ async def serve_stream(
     keep_alive = KEEP_ALIVE if keep_alive is None else keep_alive
     live = services.changes.live
     subscription = live.subscribe(user.id, room_id)
+    # A person following the feed (the playground, the terminal chat) is online.
+    services.state.set_online(user.id, +1)
     try:
         await send(
             {
@@ -168,6 +186,7 @@ async def serve_stream(
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
     finally:
+        services.state.set_online(user.id, -1)
         live.unsubscribe(subscription)
 
 

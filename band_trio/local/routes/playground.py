@@ -2,9 +2,12 @@
 
 The page is plain HTML, CSS and JavaScript shipped in the package
 (``band_trio/local/playground``): no build step and nothing fetched from
-elsewhere. ``/playground?token=<user key>`` answers the page only with a valid
-user key (the page then sends that key to the human API and the live feed);
-its script and style sheet hold no secret and are served to anyone.
+elsewhere. ``/playground?token=<user key>`` opens it: the page sends that key
+to the human API and the live feed, keeps it for the tab (``sessionStorage``)
+and takes it out of the address bar. A key that is no user key of this
+platform is answered 401 with a page that says so. The page itself, its
+script, style sheet and icon hold no secret and are served to anyone (without
+a key the page says how to open it).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ _ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 # The page may load only its own files and talk only to its own origin.
 _PAGE_HEADERS = [
@@ -53,11 +57,11 @@ def _asset(name: str) -> bytes:
 def respond(
     services: Services, method: str, path: str, query: Query, headers: dict[str, Any]
 ) -> Response:
-    """The page (with a valid ``?token=`` user key) or one of its files.
+    """The page or one of its files.
 
     Raises:
         RequestRefusedError: 405 for another method than GET/HEAD, 404 for an
-            unknown file, 401 for the page without a valid user key.
+            unknown file; the page with a key that is no user key is a 401 page.
     """
     if method not in ("GET", "HEAD"):
         raise fail(405, f"method {method} is not allowed on {path}", code="method_not_allowed")
@@ -66,8 +70,7 @@ def respond(
         raise fail(404, f"no route for {method} {path}")
     if name == "index.html":
         key = query.str_("token") or headers.get("x-api-key")
-        principal = services.state.authenticate(key)
-        if not isinstance(principal, UserRecord):
+        if key is not None and not isinstance(services.state.authenticate(key), UserRecord):
             return _unauthorized()
     return Response(200, _asset(name), list(_PAGE_HEADERS), _ASSETS[name])
 
@@ -75,7 +78,9 @@ def respond(
 def _unauthorized() -> Response:
     body = (
         b"<!doctype html><meta charset=utf-8><title>Band playground</title>"
-        b"<p>Open the playground with your user key: <code>/playground?token=&lt;key&gt;</code>."
-        b"</p>"
+        b"<p>This key is wrong: it is no user key of this platform (an agent's key, a "
+        b"mistyped one, or one of an earlier run without <code>--state</code>).</p>"
+        b"<p>Open the playground with your user key: <code>/playground?token=&lt;key&gt;</code> "
+        b"(<code>band-trio dev --web</code> opens it for you).</p>"
     )
     return Response(401, body, list(_PAGE_HEADERS), "text/html; charset=utf-8")

@@ -259,8 +259,8 @@ class MessageEndpoints(RestClientCore):
         Short timeout (``RestConfig.activity_timeout``) and no retries.
 
         Returns:
-            The state in effect: ``False`` after a ``working=True`` report means
-            the platform stopped the execution.
+            The state in effect (``False`` after a ``working=True`` report means
+            the platform stopped the execution).
         """
         path = f"{API_PREFIX}/chats/{path_segment(chat_id)}/activity"
         body = self._body(ActivityRequest(working=working, activity=activity))

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from band_trio.errors import BandConfigError, LocalProtocolError
-from band_trio.runtime.claims import (
+from band_trio.runtime.claims.journal import ClaimsJournal
+from band_trio.runtime.core.claims import (
     KNOWN_REPLIES_PER_ROOM,
     Change,
     Claim,
@@ -20,7 +21,6 @@ from band_trio.runtime.claims import (
     Refusal,
     RefusalReason,
 )
-from band_trio.runtime.ledger_journal import LedgerJournal
 
 ROOMS = ("r1", "r2")
 MESSAGES = ("m0", "m1", "m2", "m3")
@@ -156,7 +156,7 @@ class ClaimsRoundTrip(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.state = small_state()
-        self.journal = LedgerJournal.in_memory()
+        self.journal = ClaimsJournal.in_memory()
         self.claims: dict[tuple[str, str], Claim] = {}
 
     def teardown(self) -> None:

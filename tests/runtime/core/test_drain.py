@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio.runtime.drain import DrainPass, DrainStep, MessageOutcome, deferred_after
-from band_trio.runtime.schedule import ReconcileOutcome
+from band_trio.runtime.core.drain import DrainPass, DrainStep, MessageOutcome, deferred_after
+from band_trio.runtime.core.schedule import ReconcileOutcome
 
 outcomes = st.sampled_from(MessageOutcome)
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.drain_schedule import DrainSchedule
-from band_trio.runtime.schedule import ReconcileOutcome, ReconcileSchedule
+from band_trio.runtime.core.drain_schedule import DrainSchedule
+from band_trio.runtime.core.schedule import ReconcileOutcome, ReconcileSchedule
 
 BASE = 30.0
 RETRY = 1.0

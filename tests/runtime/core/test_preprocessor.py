@@ -20,7 +20,7 @@ from band_trio.adapter import (
     TurnContext,
 )
 from band_trio.adapter.roster import Roster
-from band_trio.runtime.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.wire.events import (
     MessageCreated,
     MessageMetadata,

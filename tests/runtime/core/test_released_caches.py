@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from band_trio.errors import BandConfigError
-from band_trio.runtime.claims import Change, ClaimsState, JournalEntry, MessageState
+from band_trio.runtime.claims.journal import ClaimsJournal
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.ledger_journal import LedgerJournal
+from band_trio.runtime.core.claims import Change, ClaimsState, JournalEntry, MessageState
 from tests.agent.harness import RecordingAdapter, fast_config, scene, serving, token
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ class ReleasedCachesBound(RuleBasedStateMachine):
         super().__init__()
         self.state = bounded_state()
         self.reference = bounded_state(released_entries=10**9)
-        self.journal = LedgerJournal.in_memory()
+        self.journal = ClaimsJournal.in_memory()
 
     def teardown(self) -> None:
         self.journal.close()

@@ -23,9 +23,9 @@ from band_trio.adapter import (
     ToolEffect,
     TurnHooks,
 )
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import Room, RoomServices
 from band_trio.runtime.state_changes import StateChanges
 from band_trio.testing._memory_rest import TIMESTAMP, MemoryRest

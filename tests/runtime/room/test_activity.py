@@ -219,7 +219,7 @@ async def test_a_failing_activity_endpoint_is_warned_about_once_across_turns(
         first = rest.add("first")
         await trio.sleep(30)
         second = rest.add("second")
-        room.request_resync()
+        room.request_reconcile()
         await trio.sleep(30)
         assert [rest.status[first], rest.status[second]] == ["processed", "processed"]
         assert len(started) == 2

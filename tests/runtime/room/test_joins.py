@@ -18,10 +18,10 @@ import trio
 import trio.testing
 
 from band_trio.errors import JoinError
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.runtime.engine import AgentEngine
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import RoomServices
 from band_trio.testing._memory_rest import MemoryRest
 

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from band_trio.errors import InternalServerError
-from band_trio.runtime.replies import ReplyLookupIncomplete, find_landed_reply
+from band_trio.runtime.room.replies import ReplyLookupIncomplete, find_landed_reply
 from band_trio.tools.reply_digest import reply_digest
 from band_trio.wire import structure
 from band_trio.wire.events import MessageCreated

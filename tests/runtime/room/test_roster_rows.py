@@ -14,9 +14,9 @@ import trio
 import trio.testing
 
 from band_trio.adapter.turns import AgentInput, TurnContext
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import Room, RoomServices
 from band_trio.wire.models import ChatParticipant
 

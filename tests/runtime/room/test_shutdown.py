@@ -21,10 +21,10 @@ import trio
 import trio.testing
 
 from band_trio.adapter import AgentToolsProtocol, HistoryProvider, PlatformMessage
+from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core.preprocessor import DefaultPreprocessor
 from band_trio.runtime.engine import AgentEngine
-from band_trio.runtime.ledger import ClaimsLedger
-from band_trio.runtime.preprocessor import DefaultPreprocessor
 from band_trio.runtime.room import RoomServices
 
 from .fakes import AGENT, Adapter, FakeRestRooms, FakeTools, InstantLink
