@@ -196,7 +196,7 @@ async def test_the_owner_approves_another_participants_request_in_the_room(
         if f"Approval `{ident}`" in m.content
     ]
     assert decided == [
-        f"Approval `{ident}` (run `touch /tmp/approved`). Decision: **accept** "
+        f"Approval `{ident}` (run `touch approved.txt`). Decision: **accept** "
         f"(approved by {band_platform.user.handle})."
     ]
 
@@ -229,7 +229,7 @@ async def test_another_participants_approve_is_ignored_and_the_wait_declines_onc
         if f"Approval `{ident}`" in m.content
     ]
     assert decided == [
-        f"Approval `{ident}` (run `touch /tmp/approved`). Decision: **decline** "
+        f"Approval `{ident}` (run `touch approved.txt`). Decision: **decline** "
         "(no authorised answer within 1.5s)."
     ]
 
