@@ -166,6 +166,20 @@ async def test_no_reply(world: World) -> None:
     assert await world.room_messages() == []
 
 
+async def test_unprocessed_messages_are_what_waits_for_the_agent(world: World) -> None:
+    with trio.fail_after(10):
+        assert await world.tools.unprocessed_messages() == []
+        first = await world.human.post_message(
+            world.room_id, f"@{world.agent_handle} one", [world.agent_handle]
+        )
+        second = await world.human.post_message(
+            world.room_id, f"@{world.agent_handle} two", [world.agent_handle]
+        )
+        waiting = await world.tools.unprocessed_messages()
+    assert [m.id for m in waiting] == [first["id"], second["id"]]
+    assert waiting[0].content.endswith("one")
+
+
 async def test_participants_peers_add_remove(world: World) -> None:
     peers = await world.call("band_lookup_peers", {"page_size": 100})
     assert not peers.is_error, peers.text
