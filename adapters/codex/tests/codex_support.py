@@ -155,11 +155,13 @@ async def agent_in_rooms(
     *,
     room_ids: list[str] | None = None,
     shutdown_timeout: float = 30.0,
+    **agent_settings: Any,
 ) -> AsyncIterator[list[Room]]:
-    """An agent serving ``adapter`` in ``rooms`` new rooms (or the given ones)."""
+    """An agent serving ``adapter`` in ``rooms`` new rooms (or the given ones);
+    ``agent_settings`` go to its ``AgentConfig``."""
     creds = platform.agents[0]
     config = band_trio.AgentConfig(
-        state_dir=None, max_attempts=1, shutdown_timeout=shutdown_timeout
+        state_dir=None, max_attempts=1, shutdown_timeout=shutdown_timeout, **agent_settings
     )
     async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
         if room_ids is None:

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from band_trio_codex import ApprovalSettings, CodexAdapter
@@ -255,6 +256,31 @@ async def test_a_denial_from_a_named_approver_declines(
     approval, _tool = fake.answers()
     assert approval["result"] == {"decision": "decline"}
     assert any(f"denied by {band_platform.user.handle}" in m.content for m in room.from_agent())
+
+
+async def test_a_turn_the_runtime_ends_during_an_approval_wait_is_settled_once(
+    band_platform: LocalPlatform, fake: FakeCodex
+) -> None:
+    # The runtime's deadline (1 s) is not the adapter's to pause: it ends the
+    # turn mid-wait; Codex (here deaf to the interrupt) is killed, the message
+    # fails once, and the room's next message gets a fresh app-server.
+    user_id = band_platform.user.id
+    config = attrs.evolve(_waiting(fake, approval_timeout=20), interrupt_timeout=0.5)
+    adapter = CodexAdapter(config)
+    fake.script([APPROVAL], [reply("back", [user_id])])
+    with trio.fail_after(TIMEOUT):
+        async with (
+            agent_in_rooms(band_platform, adapter, turn_timeout=1.0) as [room],
+            _guest(band_platform, room) as (guest, _guest_id),
+        ):
+            asked = await _post(guest, room, "touch the file")
+            await _wait_id(band_platform, room)
+            assert await room.settled(asked) == "failed"
+            posted = await room.post("again")
+            assert await room.settled(posted) == "processed"
+    assert len(room.from_agent("error")) == 1  # the runtime's one failure report
+    assert len(room.state.by_id[asked].deliveries[room.agent_id].attempts) == 1
+    assert adapter.statistics().killed == 1
 
 
 def test_the_approval_reply_form() -> None:
