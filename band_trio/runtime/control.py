@@ -10,7 +10,7 @@ worker does the rest.
   ``processed`` (consumed) and nothing is posted. Between turns it is a no-op.
 * ``stop`` cancels the running turn, leaves its message ``processing`` (so
   ``/next`` replays it) and pauses the room: nothing new is claimed.
-* ``play`` resumes a stopped room and drains ``/next`` at once.
+* ``play`` resumes a stopped room and reconciles at once.
 
 Routing: a ``room_id`` targets that room (whatever the scope); no ``room_id``
 with scope ``agent`` targets every room the agent serves; no ``room_id`` with

@@ -31,7 +31,7 @@ import attrs
 from band_trio.adapter.failures import MISSING_REPLY_LABEL
 from band_trio.errors import InputNotAccepted, RoomExecutionStoppedError
 from band_trio.runtime.core.claims import Attempt
-from band_trio.runtime.core.drain import MessageOutcome
+from band_trio.runtime.core.reconcile_pass import MessageOutcome
 
 __all__ = [
     "EXHAUSTED_LABEL",

@@ -25,7 +25,7 @@ from band_trio.errors import (
 )
 from band_trio.runtime.claims.ledger import Attempt, ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.drain import MessageOutcome
+from band_trio.runtime.core.reconcile_pass import MessageOutcome
 from band_trio.runtime.core.settlement import (
     Acknowledge,
     ErrorNotice,

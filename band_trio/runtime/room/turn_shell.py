@@ -41,7 +41,7 @@ from band_trio.errors import (
 from band_trio.runtime.claims.ledger import Attempt, Claim, Refusal
 from band_trio.runtime.core import admission, settlement
 from band_trio.runtime.core.admission import Admission, ReplyCheck
-from band_trio.runtime.core.drain import MessageOutcome
+from band_trio.runtime.core.reconcile_pass import MessageOutcome
 from band_trio.runtime.core.rest_messages import event_from_rest
 from band_trio.runtime.core.room_machine import RoomMachine
 from band_trio.runtime.core.settlement import Abort, ErrorNotice, TurnEnd

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from band_trio.errors import InputNotAccepted, InternalServerError, RoomExecutionStoppedError
 from band_trio.runtime.core.claims import Attempt
-from band_trio.runtime.core.drain import MessageOutcome
+from band_trio.runtime.core.reconcile_pass import MessageOutcome
 from band_trio.runtime.core.settlement import (
     EXHAUSTED_LABEL,
     MISSING_REPLY_LABEL,

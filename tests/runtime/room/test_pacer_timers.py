@@ -19,7 +19,7 @@ class _Room:
         self.room_id = room_id
         self._log = log
 
-    def grant_drain(self) -> None:
+    def grant_bulk(self) -> None:
         raise AssertionError("not asked")
 
     def grant_idle(self) -> None:
