@@ -18,7 +18,7 @@ start-up and reconnect cost one listing plus one ``GET /messages/next`` per
 room; a roster that is truncated or omitted is read right before the room's
 next turn. Joins are bounded by ``max_parallel_joins``; each room's reconcile
 starts as soon as the room is joined, bounded by ``max_parallel_drains``
-(:class:`~band_trio.runtime.room.pacer.RoomPacer`, the most recently active rooms
+(:class:`~band_trio.runtime.room._pacer.RoomPacer`, the most recently active rooms
 first after a reconnect). A reconnect owes each room ONE reconcile: requests made
 before that reconcile runs are merged, and the re-listing that follows only
 admits, retires and refreshes rosters. Idle reconciles of all rooms share one
@@ -47,12 +47,12 @@ from band_trio._logging import get_logger, log_context
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.adapter.protocols import InterruptHandler
 from band_trio.errors import BandError
+from band_trio.runtime._control import ControlHandler
+from band_trio.runtime._dispatcher import Dispatcher
+from band_trio.runtime._ports import ContactService, TopicLink
 from band_trio.runtime.contact_events import ContactHandlerStatistics
-from band_trio.runtime.control import ControlHandler
-from band_trio.runtime.dispatcher import Dispatcher
-from band_trio.runtime.ports import ContactService, TopicLink
 from band_trio.runtime.room import Room, RoomServices, RoomStatistics
-from band_trio.runtime.room.pacer import RoomPacer
+from band_trio.runtime.room._pacer import RoomPacer
 from band_trio.wire.events import ContactEvent
 from band_trio.wire.link import LinkEvent, room_topics
 from band_trio.wire.models import ChatRoom

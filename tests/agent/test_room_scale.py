@@ -24,9 +24,9 @@ import trio.testing
 
 from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core._reconcile_budget import ReconcileBudget
+from band_trio.runtime.core._rest_messages import event_from_rest
 from band_trio.runtime.core.preprocessor import DefaultPreprocessor
-from band_trio.runtime.core.reconcile_budget import ReconcileBudget
-from band_trio.runtime.core.rest_messages import event_from_rest
 from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.room import RoomServices
 from band_trio.wire.models import (

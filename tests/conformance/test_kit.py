@@ -20,7 +20,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from band_trio import BandConfigError
-from band_trio.runtime.core.reconcile_timer import ReconcileTimer
+from band_trio.runtime.core._reconcile_timer import ReconcileTimer
 from band_trio.testing import conformance
 from band_trio.testing.conformance import (
     CI_PROFILE,

@@ -18,11 +18,11 @@ from band_trio.adapter.protocols import FrameworkAdapter, Preprocessor
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.participant_rows import ParticipantRows
+from band_trio.runtime.core._participant_rows import ParticipantRows
 from band_trio.runtime.core.turn_durations import TurnDurations
-from band_trio.runtime.room.pacer import RoomPacer
-from band_trio.runtime.room.rest import RuntimeRest
-from band_trio.runtime.room.running_turn import RunningTurn
+from band_trio.runtime.room._pacer import RoomPacer
+from band_trio.runtime.room._rest import RuntimeRest
+from band_trio.runtime.room._running_turn import RunningTurn
 from band_trio.runtime.state_changes import StateChanges
 from band_trio.wire.models import ChatParticipant
 

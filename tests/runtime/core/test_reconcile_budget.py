@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from band_trio.errors import BandConfigError
-from band_trio.runtime.core.bulk_reconcile import BulkReconcileQueue
-from band_trio.runtime.core.reconcile_budget import ReconcileBudget
+from band_trio.runtime.core._bulk_reconcile import BulkReconcileQueue
+from band_trio.runtime.core._reconcile_budget import ReconcileBudget
 
 ROOMS = [f"r{i}" for i in range(8)]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio.runtime.core.reconcile_pass import (
+from band_trio.runtime.core._reconcile_pass import (
     MessageOutcome,
     ReconcilePass,
     ReconcileStep,
     deferred_after,
 )
-from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core._schedule import ReconcileOutcome
 
 outcomes = st.sampled_from(MessageOutcome)
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.reconcile_timer import ReconcileTimer
-from band_trio.runtime.core.schedule import ReconcileOutcome, ReconcileSchedule
+from band_trio.runtime.core._reconcile_timer import ReconcileTimer
+from band_trio.runtime.core._schedule import ReconcileOutcome, ReconcileSchedule
 
 BASE = 30.0
 RETRY = 1.0

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.room_machine import BulkPlace, Pace, RoomMachine, Step
-from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core._room_machine import BulkPlace, Pace, RoomMachine, Step
+from band_trio.runtime.core._schedule import ReconcileOutcome
 
 CONFIG = AgentConfig(idle_resync_interval=30.0, retry_delay=1.0, max_retry_delay=8.0)
 

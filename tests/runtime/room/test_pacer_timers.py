@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.room.pacer import RoomPacer
+from band_trio.runtime.room._pacer import RoomPacer
 
 
 class _Room:

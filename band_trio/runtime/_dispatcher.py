@@ -18,8 +18,8 @@ from collections.abc import Callable
 import trio
 
 from band_trio._logging import get_logger
-from band_trio.runtime.control import ControlHandler
-from band_trio.runtime.ports import EventRoutes
+from band_trio.runtime._control import ControlHandler
+from band_trio.runtime._ports import EventRoutes
 from band_trio.wire.events import (
     AgentControl,
     ContactAdded,

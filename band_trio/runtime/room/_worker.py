@@ -6,7 +6,7 @@ thing at a time, which is what makes a room's turns serial *by construction*
 (no locks, no race between the live path and the backlog path):
 
 * **intake** reads the room's bounded inbox (a
-  :class:`~band_trio.runtime.room.inbox.Inbox`), filled by the dispatcher
+  :class:`~band_trio.runtime.room._inbox.Inbox`), filled by the dispatcher
   without blocking: participant events update the roster, a ``message_created``
   push runs a turn for that message (the WebSocket is the doorbell);
 * **turns** run one message at a time, each inside its own cancel scope (an
@@ -16,22 +16,22 @@ thing at a time, which is what makes a room's turns serial *by construction*
   deferred outcome, and on a timer with backoff. When ``/next`` is stuck on a
   message this process will never run again (failed for good), the pass pages
   ``GET /messages`` to step past it, so one poison message never wedges a room.
-  Under an engine (a :class:`~band_trio.runtime.room.pacer.RoomPacer`), the
+  Under an engine (a :class:`~band_trio.runtime.room._pacer.RoomPacer`), the
   start-up and reconnect reconciles wait for a place among the agent's bulk
   reconciles, and the timer's checks for the agent-wide idle budget; the pacer
   also keeps the room's time (an idle room waits on its inbox alone, with
   no cancel scope or deadline of its own).
 
 The room's flags and the order of its worker's steps are its
-:class:`~band_trio.runtime.core.room_machine.RoomMachine` (sans-io): the worker
+:class:`~band_trio.runtime.core._room_machine.RoomMachine` (sans-io): the worker
 tells it what happened and does what it answers, and every pacer call it asks
 for is made in one place (``Room._pace``). The other decisions are made by
 sans-io cores and only executed here or in the message path
-(:class:`~band_trio.runtime.room.turn_shell.RoomTurns`): whether a message runs
-(:mod:`~band_trio.runtime.core.admission`), what a turn's end means for its
-message (:mod:`~band_trio.runtime.core.settlement`), what a reconcile pass
-concludes (:mod:`~band_trio.runtime.core.reconcile_pass`) and when the next one is due
-(:mod:`~band_trio.runtime.core.reconcile_timer`).
+(:class:`~band_trio.runtime.room._turn_shell.RoomTurns`): whether a message runs
+(:mod:`~band_trio.runtime.core._admission`), what a turn's end means for its
+message (:mod:`~band_trio.runtime.core._settlement`), what a reconcile pass
+concludes (:mod:`~band_trio.runtime.core._reconcile_pass`) and when the next one is due
+(:mod:`~band_trio.runtime.core._reconcile_timer`).
 
 Memory bound: the inbox holds at most ``AgentConfig.inbox_size`` events. When it
 is full the dispatcher does not block and does not drop silently: the room is
@@ -60,19 +60,19 @@ from band_trio._logging import get_logger, log_context
 from band_trio.adapter.failures import ERROR_EVENT_TEXT, MISSING_REPLY_TEXT
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.errors import BandError
-from band_trio.runtime.core import admission
-from band_trio.runtime.core.reconcile_pass import MessageOutcome, ReconcilePass, ReconcileStep
-from band_trio.runtime.core.room_machine import Pace, Step
-from band_trio.runtime.core.schedule import ReconcileOutcome
-from band_trio.runtime.core.settlement import Abort
-from band_trio.runtime.room.inbox import Inbox, TimedOut
+from band_trio.runtime.core import _admission as admission
+from band_trio.runtime.core._reconcile_pass import MessageOutcome, ReconcilePass, ReconcileStep
+from band_trio.runtime.core._room_machine import Pace, Step
+from band_trio.runtime.core._schedule import ReconcileOutcome
+from band_trio.runtime.core._settlement import Abort
+from band_trio.runtime.room._inbox import Inbox, TimedOut
+from band_trio.runtime.room._turn_shell import RoomTurns
 from band_trio.runtime.room.services import (
     ParticipantCallback,
     RoomServices,
     RoomStatistics,
     ToolsFactory,
 )
-from band_trio.runtime.room.turn_shell import RoomTurns
 from band_trio.wire.events import MessageCreated, ParticipantAdded, ParticipantRemoved
 from band_trio.wire.models import ChatMessage, ChatParticipant
 
@@ -119,7 +119,7 @@ class Room(RoomTurns):
     The dispatcher talks to it only through non-blocking methods
     (:meth:`deliver`, :meth:`request_reconcile`, :meth:`interrupt`, :meth:`stop`,
     :meth:`play`, :meth:`fence`); :meth:`serve` is its worker. One message's
-    way (admission, turn, settlement) is :class:`~band_trio.runtime.room.turn_shell.RoomTurns`.
+    way (admission, turn, settlement) is :class:`~band_trio.runtime.room._turn_shell.RoomTurns`.
 
     Args:
         room_id: the room.

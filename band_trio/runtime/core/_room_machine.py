@@ -39,9 +39,9 @@ import random
 from typing import Final
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.reconcile_pass import deferred_after
-from band_trio.runtime.core.reconcile_timer import ReconcileTimer
-from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core._reconcile_pass import deferred_after
+from band_trio.runtime.core._reconcile_timer import ReconcileTimer
+from band_trio.runtime.core._schedule import ReconcileOutcome
 
 __all__ = ["BulkPlace", "Pace", "RoomMachine", "Step"]
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from band_trio._logging import get_logger
-from band_trio.runtime.core.schedule import ControlDeduplicator
+from band_trio.runtime.core._schedule import ControlDeduplicator
 from band_trio.runtime.room import Room
 from band_trio.wire.events import AgentControl
 

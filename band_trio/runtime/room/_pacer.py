@@ -2,10 +2,10 @@
 
 Two sans-io cores decide, this shell carries their decisions out:
 
-* :class:`~band_trio.runtime.core.bulk_reconcile.BulkReconcileQueue` bounds the bulk reconciles
+* :class:`~band_trio.runtime.core._bulk_reconcile.BulkReconcileQueue` bounds the bulk reconciles
   owed at start-up and after a reconnect (``AgentConfig.max_parallel_drains``
   at once, the most recently active rooms first);
-* :class:`~band_trio.runtime.core.reconcile_budget.ReconcileBudget` caps the idle
+* :class:`~band_trio.runtime.core._reconcile_budget.ReconcileBudget` caps the idle
   reconciles of all rooms together at ``AgentConfig.idle_reconcile_rate`` per
   second, stalest room first.
 
@@ -31,8 +31,8 @@ from typing import Protocol, TypeGuard
 import trio
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.bulk_reconcile import BulkReconcileQueue
-from band_trio.runtime.core.reconcile_budget import ReconcileBudget
+from band_trio.runtime.core._bulk_reconcile import BulkReconcileQueue
+from band_trio.runtime.core._reconcile_budget import ReconcileBudget
 
 __all__ = ["PacedRoom", "RoomPacer"]
 

@@ -1,6 +1,6 @@
 """When a room reconciles on its own (sans-io).
 
-The idle timer is :class:`~band_trio.runtime.core.schedule.ReconcileSchedule`
+The idle timer is :class:`~band_trio.runtime.core._schedule.ReconcileSchedule`
 (jittered first check, doubling while empty, a fixed interval while stopped).
 On top of it, a deferred message (refused claim, failed ack, non-final
 failure) is retried after a short backoff (``AgentConfig.retry_delay``,
@@ -14,7 +14,7 @@ import math
 import random
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.schedule import ReconcileOutcome, ReconcileSchedule
+from band_trio.runtime.core._schedule import ReconcileOutcome, ReconcileSchedule
 
 __all__ = ["ReconcileTimer"]
 
@@ -23,7 +23,7 @@ class ReconcileTimer(ReconcileSchedule):
     """The idle timer of a room plus the backoff of its deferred messages.
 
     One object per room (an agent may hold ten thousand): the idle timer is
-    the :class:`~band_trio.runtime.core.schedule.ReconcileSchedule` this
+    the :class:`~band_trio.runtime.core._schedule.ReconcileSchedule` this
     extends, and :attr:`due` also counts the retry of a deferred message.
 
     Args:

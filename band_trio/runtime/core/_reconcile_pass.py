@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 
-from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core._schedule import ReconcileOutcome
 
 __all__ = ["MessageOutcome", "ReconcilePass", "ReconcileStep", "deferred_after"]
 

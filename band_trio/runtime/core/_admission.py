@@ -26,7 +26,7 @@ import enum
 from collections.abc import Mapping
 from typing import Final
 
-from band_trio.runtime.core.claims import Attempt, RefusalReason
+from band_trio.runtime.core._claims import Attempt, RefusalReason
 
 __all__ = [
     "MAX_REPLY_LOOKUPS",
