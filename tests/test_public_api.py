@@ -255,6 +255,21 @@ def test_the_observe_surface_is_pinned_and_documented() -> None:
             assert inspect.getdoc(obj), f"band_trio.observe.{name} has no docstring"
 
 
+def test_room_helpers_names_are_pinned() -> None:
+    import band_trio.testing.rooms as rooms
+
+    assert set(rooms.__all__) == {
+        "AgentRoom",
+        "agent_in_rooms",
+        "latest_sender_mention",
+        "wait_until",
+    }
+    for name in rooms.__all__:
+        assert inspect.getdoc(getattr(rooms, name)), (
+            f"band_trio.testing.rooms.{name} has no docstring"
+        )
+
+
 @pytest.mark.parametrize("module", [band_trio, band_trio.testing], ids=lambda m: m.__name__)
 def test_a_package_with_lazy_names_lists_them_in_dir(module: object) -> None:
     # Autodoc (the API reference) and completion find members through dir(); a

@@ -154,6 +154,29 @@ def test_usage_counts_are_non_negative_integers(bad: Any) -> None:
         Usage(input_tokens=bad)
 
 
+def test_usage_with_a_cost_shows_and_records_it() -> None:
+    usage = Usage(100, 20, cost_usd=0.0125)
+    assert usage.content == "Token usage: input=100 output=20 cost=$0.012500"
+    assert usage.metadata()["band_usage"]["cost_usd"] == 0.0125
+    assert "cost_usd" not in Usage(100, 20).metadata()["band_usage"]
+    assert not Usage(cost_usd=0.5).is_zero
+    assert Usage(cost_usd=0).is_zero
+
+
+def test_usage_costs_add_up_when_any_part_has_one() -> None:
+    assert (Usage(1, 1, cost_usd=0.25) + Usage(2, 2, cost_usd=0.5)).cost_usd == 0.75
+    assert (Usage(1, 1, cost_usd=0.25) + Usage(2, 2)).cost_usd == 0.25
+    assert (Usage(1, 1) + Usage(2, 2)).cost_usd is None
+
+
+@pytest.mark.parametrize("bad", [-0.01, float("nan"), float("inf"), True, "0.1"])
+def test_usage_cost_is_a_non_negative_number(bad: Any) -> None:
+    with pytest.raises(ValueError, match="non-negative number of US dollars"):
+        Usage(cost_usd=bad)
+    assert Usage.reported(input_tokens=3, cost_usd=bad) == Usage(3)
+    assert Usage.reported(cost_usd=2).cost_usd == 2.0
+
+
 counts = st.integers(min_value=0, max_value=10**9)
 usages = st.builds(Usage, counts, counts, counts, counts)
 

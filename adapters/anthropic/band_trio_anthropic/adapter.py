@@ -29,7 +29,6 @@ import anthropic
 import attrs
 
 from band_trio import (
-    AgentFailure,
     AgentToolsProtocol,
     BandConfigError,
     Capability,
@@ -40,12 +39,10 @@ from band_trio import (
     SimpleAdapter,
 )
 from band_trio.adapter import (
-    GENERIC_FAILURE_MESSAGE,
     PromptSettings,
     ToolCategory,
     Usage,
     render_turn_lines,
-    report_failure,
 )
 from band_trio_anthropic.caching import MAX_CACHE_BREAKPOINTS, CachePolicy, count_breakpoints
 from band_trio_anthropic.converter import AnthropicHistoryConverter
@@ -77,7 +74,10 @@ __all__ = [
 logger = logging.getLogger("band_trio_anthropic")
 
 PROVIDER: Final = "anthropic"
-"""The ``provider`` of the adapter's failure reports."""
+"""The adapter's provider name (``AgentFailure.provider``). The adapter posts no
+failure report of its own: a failed Messages API call is logged (HTTP status,
+error type, request id; never the provider's text) and raised, and the runtime
+reports the message's final failure once, however many attempts failed."""
 DEFAULT_MODEL: Final = "claude-sonnet-5-5"
 DEFAULT_MAX_TOKENS: Final = 4096
 DEFAULT_MAX_TOOL_ROUNDS: Final = 16
@@ -416,7 +416,9 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
 
         Raises:
             anthropic.APIError: the Messages API failed (after the client's own
-                retries); a failure report with the HTTP status was posted first.
+                retries); logged with its HTTP status, nothing posted: the
+                runtime retries the message while attempts remain and posts one
+                error event when it fails for the last time.
             trio.Cancelled: the turn was cancelled; no usage is posted then.
         """
         # Read, not popped: a cancelled turn leaves the conversation as it was,
@@ -443,12 +445,12 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
             while round_number < self.config.max_tool_rounds:
                 await self._fit(turn)
                 try:
-                    response = await self._create(tools, turn.messages, schemas, overflow_retried)
+                    response = await self._create(turn.messages, schemas, overflow_retried)
                 except anthropic.BadRequestError as exc:
                     if overflow_retried or not _context_overflow(exc):
                         raise  # reported by _create
                     if not self._shrink(turn, exc):
-                        await self._report_status_error(tools, exc)
+                        _log_status_error(exc)
                         raise
                     overflow_retried = True
                     logger.warning(
@@ -610,50 +612,28 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
 
     async def _create(
         self,
-        tools: AgentToolsProtocol,
         messages: list[Message],
         schemas: list[dict[str, Any]],
         overflow_retried: bool,
     ) -> Any:
-        """One Messages API call; a failure is reported (status, no provider
-        text) and re-raised, except a first "prompt is too long", which the
-        turn trims and retries."""
+        """One Messages API call; a failure is logged and re-raised (the
+        runtime retries the message while attempts remain and posts one
+        report when it fails for the last time); a first "prompt is too
+        long" is not logged: the turn trims and retries."""
         request = self._request(messages, schemas)
         try:
             return await self._get_client().messages.create(**request)
         except anthropic.APIStatusError as exc:
             if not overflow_retried and _context_overflow(exc):
-                raise  # not reported yet: the turn may trim and retry
-            await self._report_status_error(tools, exc)
+                raise  # the turn may trim and retry
+            _log_status_error(exc)
             raise
         except anthropic.APIError as exc:
             logger.warning("Anthropic API unavailable: %s: %s", type(exc).__name__, exc)
-            code = "timeout" if isinstance(exc, anthropic.APITimeoutError) else None
-            await report_failure(tools, AgentFailure.generic(PROVIDER, code=code))
             raise
         except Exception:
             logger.exception("Anthropic API call failed")
-            await report_failure(tools, AgentFailure.generic(PROVIDER))
             raise
-
-    async def _report_status_error(
-        self, tools: AgentToolsProtocol, exc: anthropic.APIStatusError
-    ) -> None:
-        """Report an HTTP error of the API: its status and error type, no provider text."""
-        kind = _error_type(exc.body)
-        request_id = getattr(exc, "request_id", None)
-        logger.warning(
-            "Anthropic API error: HTTP %s %s (request id %s): %s",
-            exc.status_code,
-            kind,
-            request_id,
-            exc.message,
-        )
-        detail = {"type": kind, "request_id": request_id}
-        failure = AgentFailure(
-            PROVIDER, GENERIC_FAILURE_MESSAGE, code=exc.status_code, detail=detail
-        )
-        await report_failure(tools, failure)
 
     async def _run_tools(
         self, tools: AgentToolsProtocol, calls: list[Any]
@@ -669,6 +649,17 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
             failed = failed or output.is_error
             declined = declined or (name == _NO_REPLY and not output.is_error)
         return results, declined and not failed
+
+
+def _log_status_error(exc: anthropic.APIStatusError) -> None:
+    """Log an HTTP error of the API: status, error type, request id, message."""
+    logger.warning(
+        "Anthropic API error: HTTP %s %s (request id %s): %s",
+        exc.status_code,
+        _error_type(exc.body),
+        getattr(exc, "request_id", None),
+        exc.message,
+    )
 
 
 def _context_overflow(exc: BaseException) -> bool:

@@ -31,7 +31,7 @@ from anthropic_stub import (
 from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig
 
 import band_trio
-from band_trio.adapter import MISSING_REPLY_MESSAGE
+from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
 from band_trio.local import HumanClient, LocalPlatform
 
 
@@ -67,10 +67,10 @@ class Room:
 
 @asynccontextmanager
 async def agent_in_a_room(
-    platform: LocalPlatform, adapter: AnthropicAdapter
+    platform: LocalPlatform, adapter: AnthropicAdapter, **config: Any
 ) -> AsyncIterator[Room]:
     creds = platform.agents[0]
-    config = band_trio.AgentConfig(state_dir=None, max_attempts=1)
+    config = band_trio.AgentConfig(state_dir=None, **{"max_attempts": 1, **config})
     async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
         room = await human.create_room("anthropic e2e")
         await human.add_participant(room["id"], creds.id)
@@ -159,26 +159,31 @@ async def test_a_plain_text_answer_is_judged_a_missing_reply(
     assert report.metadata["failure"]["provider"] == "band-runtime"
 
 
-async def test_a_provider_error_fails_the_message_with_one_report(
+async def test_a_provider_error_on_every_attempt_is_reported_once(
     band_platform: LocalPlatform,
     anthropic_stub: AnthropicStub,
     anthropic_client: anthropic.AsyncAnthropic,
 ) -> None:
-    """(tools and adapters, "Testable statements" 88; "Error handling summary"): one
-    error event (the adapter's), none from the runtime."""
-    anthropic_stub.push(error(529, "overloaded_error", "Overloaded"))
+    """A message whose every attempt meets a provider error: one error event,
+    posted when it fails for the last time, never one per attempt; no provider
+    text in the room."""
+    anthropic_stub.push(*[error(529, "overloaded_error", "Overloaded sk-ant-xyz")] * 3)
     adapter = AnthropicAdapter(client=anthropic_client)
 
     with trio.fail_after(30):
-        async with agent_in_a_room(band_platform, adapter) as room:
+        async with agent_in_a_room(
+            band_platform, adapter, max_attempts=3, retry_delay=0.05
+        ) as room:
             posted = await room.post("hi")
-            await band_platform.wait_for(lambda: room.status(posted) == "failed")
+            # Each failed attempt marks the message failed; the last one adds
+            # the error event.
+            await band_platform.wait_for(lambda: bool(room.from_agent("error")))
+            assert room.status(posted) == "failed"
 
+    assert len(anthropic_stub.bodies) == 3  # the error came after every attempt ran
     (report,) = room.from_agent("error")
-    failure = report.metadata["failure"]
-    assert (failure["provider"], failure["code"]) == ("anthropic", "529")
-    assert failure["detail"]["type"] == "overloaded_error"
-    assert "Overloaded" not in report.content
+    assert report.content == GENERIC_FAILURE_MESSAGE
+    assert "sk-ant-xyz" not in json.dumps([m.content for m in room.from_agent()])
     assert room.from_agent("text") == []
 
 

@@ -21,7 +21,6 @@ from band_trio import (
     PlatformMessage,
     ToolEffect,
 )
-from band_trio.adapter import GENERIC_FAILURE_MESSAGE
 from band_trio.testing import FakeAgentTools, reported_failures
 
 CHAT_TOOLS = [
@@ -499,16 +498,18 @@ async def test_emit_flags_choose_the_events(
         (529, "overloaded_error", anthropic.APIStatusError),
     ],
 )
-async def test_a_provider_error_is_reported_once_then_reraised(
+async def test_a_provider_error_is_logged_and_reraised_never_posted(
     anthropic_stub: AnthropicStub,
     anthropic_client: anthropic.AsyncAnthropic,
     status: int,
     kind: str,
     exc_type: type[Exception],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """(tools and adapters, "Testable statements" 88, 89 second half; "Weak spots" 11): the
-    room sees the generic text and the status; the provider's own message stays in the
-    logs."""
+    """(tools and adapters, "Testable statements" 89 second half; "Weak spots" 11): the
+    error is raised as it was and logged with its status and type; the adapter posts
+    nothing (the runtime posts one report when the message fails for the last time),
+    and the provider's own message never reaches the room."""
     anthropic_stub.push(
         message(tool_use("toolu_1", "band_get_participants", {}), usage=(100, 20)),
         error(status, kind, "secret provider detail sk-ant-xyz"),
@@ -519,23 +520,18 @@ async def test_a_provider_error_is_reported_once_then_reraised(
         await run_turn(adapter, tools)
     assert getattr(raised.value, "status_code", None) == status
 
-    (report,) = reported_failures(tools)
-    assert tools.failures_reported == 1
-    assert report.content == GENERIC_FAILURE_MESSAGE
-    failure = report.metadata["failure"]
-    assert failure["provider"] == "anthropic"
-    assert failure["code"] == str(status)
-    assert failure["detail"]["type"] == kind
-    assert failure["detail"]["request_id"].startswith("req_")
+    assert reported_failures(tools) == []
+    assert tools.failures_reported == 0
     assert "secret provider detail" not in json.dumps([e.content for e in tools.events_sent])
-    assert "secret provider detail" not in json.dumps(failure)
+    (logged,) = [r.getMessage() for r in caplog.records if r.name == "band_trio_anthropic"]
+    assert f"HTTP {status} {kind} (request id req_" in logged
     # the first call's usage is still posted
     assert usage_events(tools) == [
         {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 0, "cache_write_tokens": 0}
     ]
 
 
-async def test_an_unreachable_provider_is_reported_without_a_code(
+async def test_an_unreachable_provider_is_raised_never_posted(
     anthropic_client: anthropic.AsyncAnthropic,
 ) -> None:
     async with anthropic.AsyncAnthropic(
@@ -545,9 +541,7 @@ async def test_an_unreachable_provider_is_reported_without_a_code(
         tools = FakeAgentTools()
         with pytest.raises(anthropic.APIConnectionError):
             await run_turn(adapter, tools)
-    (report,) = reported_failures(tools)
-    assert report.metadata["failure"]["code"] is None
-    assert report.content == GENERIC_FAILURE_MESSAGE
+    assert reported_failures(tools) == []
     assert usage_events(tools) == []
 
 

@@ -3,7 +3,8 @@
 Each room gets its own ``claude`` CLI (through claude-agent-sdk's
 ``ClaudeSDKClient``), opened on the room's first turn, reused across turns,
 and closed when the room is left, when the agent stops, after
-``idle_timeout`` without a turn, or when the agent holds more than
+``idle_timeout`` without a turn (on time: the agent's background work
+watches the clock), or when the agent holds more than
 ``max_live_clients`` of them (the least recently used idle room first). The
 room's Claude conversation id is recorded in the room (a ``task`` event with
 ``claude_sdk_session_id`` metadata, where the official adapter keeps it), so a
@@ -19,6 +20,7 @@ is: no bridge, no asyncio.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -79,6 +81,9 @@ PROVIDER: Final = "claude_sdk"
 """The ``provider`` of the adapter's failure reports."""
 
 
+_EXPIRY_MARGIN: Final = 0.001
+
+
 class ClaudeTurnError(BandError):
     """A Claude turn failed: the CLI could not start, ended the turn with an
     error, timed out, or its output ended before the turn's result. The room
@@ -106,16 +111,12 @@ class ClaudeAdapterStatistics:
 
 def _usage_of(result: ResultMessage) -> Usage:
     usage = result.usage if isinstance(result.usage, Mapping) else {}
-
-    def count(name: str) -> int:
-        value = usage.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-    return Usage(
-        input_tokens=count("input_tokens"),
-        output_tokens=count("output_tokens"),
-        cache_read_tokens=count("cache_read_input_tokens"),
-        cache_write_tokens=count("cache_creation_input_tokens"),
+    return Usage.reported(
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+        cache_read_tokens=usage.get("cache_read_input_tokens"),
+        cache_write_tokens=usage.get("cache_creation_input_tokens"),
+        cost_usd=result.total_cost_usd,
     )
 
 
@@ -207,6 +208,7 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
         self._killed = 0
         self._turns = 0
         self._cost = 0.0
+        self._idle_changed = trio.Event()  # a room's CLI became idle
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.config.model!r})"
@@ -247,9 +249,22 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
         """The agent stops: close every CLI at once (each bounded)."""
         await self._close_all([client for _room, client in self._clients.remove_all()])
 
+    async def run_background(self) -> None:
+        """While the agent serves: close each room's CLI once it has been
+        idle for ``idle_timeout``, whether or not another turn comes."""
+        while True:
+            self._idle_changed = trio.Event()
+            expiry = self._clients.next_expiry()
+            # A hair past the expiry: the idle time added to and taken from a
+            # clock reading need not give the reading back to the last bit.
+            with trio.move_on_at(math.inf if expiry is None else expiry + _EXPIRY_MARGIN):
+                await self._idle_changed.wait()
+            await self.close_idle()
+
     async def close_idle(self) -> int:
-        """Close the CLIs of rooms idle for ``idle_timeout`` (every turn does
-        this first); how many were closed."""
+        """Close the CLIs of rooms idle for ``idle_timeout`` (the agent's
+        background work does this on time, every turn first); how many were
+        closed."""
         expired = self._clients.expired(trio.current_time())
         await self._close_all([client for _room, client in expired])
         return len(expired)
@@ -366,6 +381,7 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
                 self._clients.remove(room_id)
             await self._close_all([client])
         over = self._clients.release(room_id, trio.current_time())
+        self._idle_changed.set()
         await self._close_all([c for _room, c in over])
 
     async def _stop(self, client: RoomClient) -> None:

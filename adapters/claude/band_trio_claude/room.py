@@ -10,15 +10,15 @@ a call is refused.
 
 claude-agent-sdk runs its background work (the reader, the MCP bridge) as
 Trio system tasks, so the client is opened in the turn that first needs it
-and closed by whoever ends it (a later turn, ``on_cleanup``,
-``cleanup_all``); closing is bounded: the SDK's disconnect ends the CLI's
-input, and a CLI still running after ``close_timeout`` is killed with its
-process group.
+and closed by whoever ends it (a later turn, the idle timer, ``on_cleanup``,
+``cleanup_all``); closing is bounded: the CLI's input is ended and its output
+read to the end (so the SDK's reader runs out and nothing is left for the
+garbage collector), and a CLI still running after ``close_timeout`` is killed
+with its process group.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -52,6 +52,9 @@ MCP_PREFIX: Final = f"mcp__{MCP_SERVER}__"
 
 ANNOUNCE_WAIT: Final = 1.0
 """Seconds an MCP call waits for the message announcing it before it runs anyway."""
+
+OUTPUT_END_WAIT: Final = 2.0
+"""Seconds a closing CLI's output may take to end after it was killed."""
 
 ToolRunner = Callable[[str, Mapping[str, Any]], Awaitable[ToolOutput]]
 """Runs one tool call in the turn and returns its result (never raises)."""
@@ -172,8 +175,14 @@ class RoomClient:
         return process is not None and getattr(process, "returncode", 0) is None
 
     async def close(self, grace: float) -> None:
-        """Disconnect (the CLI's input ends and it exits); a CLI still running
-        after ``grace`` seconds is killed. Shielded, bounded."""
+        """End the CLI's input and read its output to the end (it exits), then
+        disconnect; a CLI still running after ``grace`` seconds is killed.
+        Shielded, bounded.
+
+        Reading to the end lets the SDK's reader of the CLI's output run out
+        by itself: a reader cancelled halfway would be left to the garbage
+        collector, which finalizes it outside any task.
+        """
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:
 
@@ -188,20 +197,29 @@ class RoomClient:
                         self.kill()
 
                 nursery.start_soon(watchdog)
+                with trio.move_on_after(grace + OUTPUT_END_WAIT):
+                    await self._read_to_end()
                 try:
                     await self.client.disconnect()
                 except Exception as exc:
                     logger.warning("room %s: closing the Claude CLI failed: %r", self.room_id, exc)
-                await self._finish_stream()
                 nursery.cancel_scope.cancel()
 
-    async def _finish_stream(self) -> None:
-        # The message iterator waits at a message between turns; with the CLI
-        # gone its next read ends it (and the SDK's generators under it).
+    async def _read_to_end(self) -> None:
+        transport = getattr(self.client, "_transport", None)
+        if transport is None:  # never connected
+            return
         stream, self._stream = self._stream, None
-        if stream is not None:
-            with trio.move_on_after(1.0), contextlib.suppress(Exception, StopAsyncIteration):
+        try:
+            await transport.end_input()
+            if stream is None:
+                stream = aiter(self.client.receive_messages())
+            while True:
                 await anext(stream)
+        except StopAsyncIteration:
+            pass
+        except Exception as exc:  # the CLI's exit status, a broken pipe
+            logger.debug("room %s: the Claude CLI's output ended: %r", self.room_id, exc)
 
     # ------------------------------------------------------------------ turns
 

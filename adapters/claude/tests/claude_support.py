@@ -4,6 +4,7 @@ offline environment of the real CLI, and a room with an agent in it."""
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -185,3 +186,36 @@ async def agent_in_rooms(
 
 
 Answer = Callable[[dict[str, Any]], Reply]
+
+
+# ------------------------------------------------------------------ the fake CLI
+
+FAKE = Path(__file__).with_name("fake_claude.py")
+
+
+def fake_config(state: Path, mode: str, **kwargs: object) -> ClaudeAgentConfig:
+    return ClaudeAgentConfig(
+        cli_path=FAKE,
+        cwd=state,
+        env={
+            "FAKE_CLAUDE_MODE": mode,
+            "FAKE_CLAUDE_STATE": str(state),
+            "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1",
+        },
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def pids(state: Path) -> list[int]:
+    path = state / "pids"
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead too: it only waits to be reaped.
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")

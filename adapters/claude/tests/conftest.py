@@ -30,15 +30,3 @@ def claude_home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     return home
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # claude-agent-sdk's transport leaves its reader (an async generator) to the
-    # garbage collector when a client is closed; when the collector finalises it
-    # outside its event loop, Python reports an unraisable exception at a random
-    # later test. It is the SDK's, not a failure of the test it lands in.
-    for item in items:
-        if "adapters/claude/" in item.path.as_posix():
-            item.add_marker(
-                pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-            )

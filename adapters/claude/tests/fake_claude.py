@@ -8,6 +8,8 @@ what the real CLI cannot be made to show. It answers every message by calling
   in the middle of its first turn; later ones answer.
 * ``ignore-interrupt``: the turn never ends, interrupts go unanswered and
   SIGTERM is ignored (only SIGKILL ends it).
+* ``chatty``: after each turn's result it writes ``CHATTER`` status messages
+  more, more than the SDK buffers while nobody reads.
 
 Each process appends its pid to ``FAKE_CLAUDE_STATE/pids``.
 """
@@ -25,6 +27,7 @@ from typing import Any
 MODE = os.environ.get("FAKE_CLAUDE_MODE", "")
 STATE = Path(os.environ["FAKE_CLAUDE_STATE"])
 SESSION = f"fake-session-{os.getpid()}"
+CHATTER = 300
 pending: list[dict[str, Any]] = []
 counter = 0
 
@@ -145,6 +148,9 @@ def answer_turn(prompt: str) -> None:
             "usage": {"input_tokens": 10, "output_tokens": 2},
         }
     )
+    if MODE == "chatty":
+        for index in range(CHATTER):
+            write({"type": "system", "subtype": "status", "index": index, "session_id": SESSION})
 
 
 def main() -> None:

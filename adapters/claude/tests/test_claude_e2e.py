@@ -29,7 +29,7 @@ from claude_support import (
 
 from band_trio import SimpleAdapter
 from band_trio.adapter import MISSING_REPLY_MESSAGE
-from band_trio.local import LocalPlatform
+from band_trio.local import HumanClient, LocalPlatform
 
 TIMEOUT = 60
 
@@ -76,6 +76,11 @@ async def test_a_message_is_answered_through_the_band_tool(
     assert session_id is not None
     assert session.metadata[SESSION_METADATA_KEY] == session_id
     assert usage.metadata["band_usage"]["input_tokens"] == 280
+    # The cost the CLI reported in the turn's result.
+    cost = usage.metadata["band_usage"]["cost_usd"]
+    assert cost > 0
+    assert cost == adapter.statistics().cost_usd
+    assert usage.content.endswith(f"cost=${cost:.6f}")
     # Claude was offered the Band tools only, under their MCP names.
     names = {t["name"] for t in seen[0]["tools"]}
     assert SEND in names
@@ -233,3 +238,48 @@ async def test_a_restarted_agent_resumes_the_claude_conversation(
     # The conversation came back from Claude's own session, not as history text.
     assert "remember: the code word is heliotrope" in resumed
     assert HISTORY_HEADER not in resumed
+
+
+async def test_a_reply_by_handle_reaches_the_right_one_of_two_people_with_one_name(
+    band_platform: LocalPlatform, claude_stub: ClaudeStub, claude_home: Path
+) -> None:
+    """Two people are both called "Sam Lee": Claude tells them apart by the
+    handle in the message's sender label and the participant list, and its
+    reply mentioning that handle reaches the one who asked, not the other."""
+    first = band_platform.create_user("Sam Lee", "sam-one")
+    second = band_platform.create_user("Sam Lee", "sam-two")
+    asked: list[str] = []
+
+    def answer(body: dict[str, Any]) -> Any:
+        prompt = last_user_text(body)
+        asked.append(prompt)
+        (sender,) = re.findall(r"^\[Sam Lee \(@([^)]+)\)\]: ", prompt, re.M)
+        return reply("Here you are, Sam.", [f"@{sender}"])
+
+    claude_stub.push(answer, DONE)
+    adapter = ClaudeAgentAdapter(config_for(claude_stub, claude_home))
+    with trio.fail_after(TIMEOUT):
+        async with agent_in_rooms(band_platform, adapter) as [room]:
+            for sam in (first, second):
+                # The room's owner may add people who are its contacts.
+                await room.human.send_contact_request(sam.handle)
+                async with HumanClient(
+                    base_url=band_platform.rest_url, api_key=sam.api_key
+                ) as client:
+                    (request,) = await client.contact_requests()
+                    await client.approve_contact_request(str(request["id"]))
+                await room.human.add_participant(room.room_id, sam.id)
+            async with HumanClient(
+                base_url=band_platform.rest_url, api_key=second.api_key
+            ) as sam_two:
+                sent = await sam_two.post_message(
+                    room.room_id, f"@{room.agent_handle} can you help?", [room.agent_handle]
+                )
+                assert await room.settled(str(sent["id"])) == "processed"
+    (prompt,) = asked
+    # The participant list names both, by handle.
+    assert "@sam-one" in prompt
+    assert "@sam-two" in prompt
+    (answer_message,) = room.from_agent("text")
+    mentioned = [m.get("id") for m in answer_message.mentions]
+    assert mentioned == [second.id]

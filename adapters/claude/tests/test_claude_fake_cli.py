@@ -4,50 +4,20 @@ one that ignores the interrupt and SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import trio
-from band_trio_claude import ClaudeAgentAdapter, ClaudeAgentConfig
-from claude_support import agent_in_rooms
+from band_trio_claude import ClaudeAgentAdapter
+from claude_support import agent_in_rooms, alive, fake_config, pids
 
 import band_trio
 from band_trio.adapter import GENERIC_FAILURE_MESSAGE
 from band_trio.local import LocalPlatform
 
-FAKE = Path(__file__).with_name("fake_claude.py")
 TIMEOUT = 60
-
-
-def fake_config(state: Path, mode: str, **kwargs: object) -> ClaudeAgentConfig:
-    return ClaudeAgentConfig(
-        cli_path=FAKE,
-        cwd=state,
-        env={
-            "FAKE_CLAUDE_MODE": mode,
-            "FAKE_CLAUDE_STATE": str(state),
-            "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1",
-        },
-        **kwargs,  # type: ignore[arg-type]
-    )
-
-
-def pids(state: Path) -> list[int]:
-    path = state / "pids"
-    return [int(p) for p in path.read_text().split()] if path.exists() else []
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead too: it only waits to be reaped.
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
 async def poll(predicate: Callable[[], bool]) -> None:

@@ -21,7 +21,7 @@ replied nor declined is judged by the runtime like every adapter's.
 from __future__ import annotations
 
 import contextlib
-import json
+import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -254,8 +254,22 @@ def _reasoning_of(message: AIMessage) -> list[str]:
     return [t for t in texts if t.strip()]
 
 
+_CALLBACK_EMITS: Final = frozenset({Emit.USAGE, Emit.THOUGHTS})
+"""The posts :class:`_TurnCallbacks` serves."""
+
+
 class _TurnCallbacks(AsyncCallbackHandler):
     """Sums usage over every model call of the turn and posts thoughts."""
+
+    # Only the end of a model call is read: LangChain skips the handler for
+    # every other event (each node and runnable of the graph starts and ends
+    # a chain) instead of awaiting a no-op for each.
+    ignore_chain = True
+    ignore_agent = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
+    ignore_chat_model = True
 
     def __init__(self, turn: TurnState) -> None:
         self.turn = turn
@@ -270,10 +284,6 @@ class _TurnCallbacks(AsyncCallbackHandler):
                 if Emit.THOUGHTS in self.turn.emit:
                     for text in _reasoning_of(message):
                         await self.turn.portal.run(self.turn.post_thought, text)
-
-
-def _tools_key(schemas: list[dict[str, Any]]) -> str:
-    return json.dumps(schemas, sort_keys=True, default=str)
 
 
 class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
@@ -384,7 +394,8 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
             bridge if bridge is not None else AsyncioBridge(cancel_grace=config.cancel_grace)
         )
         # Touched only on the bridge's loop thread (inside runs).
-        self._graphs: dict[str, tuple[str, CompiledGraph]] = {}
+        # Room -> (the tool schemas it was compiled for, the graph).
+        self._graphs: dict[str, tuple[list[dict[str, Any]], CompiledGraph]] = {}
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_stack: contextlib.AsyncExitStack | None = None
         self._compilations = 0
@@ -539,13 +550,26 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         config: RunnableConfig = {
             "configurable": {"thread_id": room_id},
             "recursion_limit": self.config.recursion_limit,
-            "callbacks": [_TurnCallbacks(turn)],
         }
+        if _CALLBACK_EMITS & turn.emit:
+            # Only when someone reads them: with a handler attached, LangChain
+            # runs its callback machinery for every runnable of the graph.
+            config["callbacks"] = [_TurnCallbacks(turn)]
         budget = self.config.max_thread_messages
         trimming = budget is not None and trims_messages(graph)
         if trimming:
             messages = [*self._trims.pop(room_id, ()), *messages]
-        result = await graph.ainvoke({"messages": messages}, config)
+        if isinstance(getattr(graph, "checkpointer", None), LatestCheckpointSaver):
+            # It keeps only a thread's latest checkpoint: storing one at every
+            # super-step (each a full copy of the thread's messages) only to
+            # drop it at the next is wasted work. "exit" stores the one it
+            # keeps, with the pending writes, when the run ends (returns,
+            # fails or is cancelled).
+            # (A LangGraph graph: a checkpointer is a LangGraph notion.)
+            pregel = cast(Any, graph)
+            result = await pregel.ainvoke({"messages": messages}, config, durability="exit")
+        else:
+            result = await graph.ainvoke({"messages": messages}, config)
         if trimming and isinstance(result, Mapping):
             kept = result.get("messages")
             assert budget is not None
@@ -565,9 +589,8 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         return not (isinstance(values, Mapping) and values.get("messages"))
 
     async def _graph_for(self, room_id: str, schemas: list[dict[str, Any]]) -> CompiledGraph:
-        key = _tools_key(schemas)
         entry = self._graphs.get(room_id)
-        if entry is not None and entry[0] == key:
+        if entry is not None and entry[0] == schemas:  # compared, not serialised, each turn
             return entry[1]
         saver = await self._checkpointer()
         graph: CompiledGraph
@@ -590,7 +613,7 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
                 assert self.graph_factory is not None
                 graph = self._with_checkpointer(self.graph_factory(tools), saver)
             self._compilations += 1
-        self._graphs[room_id] = (key, graph)
+        self._graphs[room_id] = (copy.deepcopy(schemas), graph)
         return graph
 
     def _prompt_per_call(self) -> Callable[[], str] | None:

@@ -43,7 +43,7 @@ from pydantic_ai.messages import (
 )
 
 from band_trio import BandConfigError, HistoryItem
-from band_trio.adapter import HISTORY_START
+from band_trio.adapter import HISTORY_START, sender_label
 
 __all__ = [
     "DEFAULT_HISTORY_BUDGET",
@@ -192,6 +192,7 @@ def _fields(item: object) -> Mapping[str, Any] | None:
             "content": item.content,
             "sender_name": item.sender_name,
             "sender_type": item.sender_type,
+            "sender_handle": item.sender_handle,
             "message_type": item.message_type,
         }
     return item if isinstance(item, Mapping) else None
@@ -234,11 +235,15 @@ def _tool_record(kind: str, content: object) -> _Record | None:
 
 
 def _sender_label(data: Mapping[str, Any]) -> str:
-    for key in ("sender_name", "sender_type"):
+    """Who wrote an item: :func:`band_trio.adapter.sender_label` (name and handle)."""
+
+    def text_or_none(key: str) -> str | None:
         value = data.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return "Unknown"
+        return value if isinstance(value, str) else None
+
+    return sender_label(
+        text_or_none("sender_name"), text_or_none("sender_handle"), text_or_none("sender_type")
+    )
 
 
 def _record(index: int, item: object) -> _Record | None:

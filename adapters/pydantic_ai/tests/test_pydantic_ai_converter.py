@@ -303,3 +303,17 @@ def test_the_budget_bounds_the_result(items: list[Any], count: int, tokens: int 
             and not any(isinstance(p, ToolReturnPart) for p in m.parts)
         ]
         assert len(full) - len(trimmed) == starts[-1]
+
+
+def test_namesakes_are_told_apart_by_their_handles() -> None:
+    items = [
+        HistoryItem("user", "one", "Sam", "User", sender_handle="sam-a"),
+        HistoryItem("user", "two", "Sam", "User", sender_handle="sam-b"),
+        {"role": "user", "content": "three", "sender_name": "Sam", "sender_handle": "@sam-c"},
+    ]
+    (request,) = convert(items)
+    assert [p.content for p in request.parts] == [  # type: ignore[union-attr]
+        "[Sam (@sam-a)]: one",
+        "[Sam (@sam-b)]: two",
+        "[Sam (@sam-c)]: three",
+    ]
