@@ -564,10 +564,10 @@ class Agent:
         await serve_gc_policy(
             policy,
             self._changes,
-            settled=engine.drains_settled,
+            settled=engine.bulk_reconciles_settled,
             rooms=lambda: len(engine.serving_rooms()),
             removed=lambda: engine.rooms_removed,
-            epoch=lambda: engine.drain_epoch,
+            epoch=lambda: engine.reconcile_epoch,
         )
 
     async def _subscribe_contacts(self, link: BandLink, agent_id: str) -> None:

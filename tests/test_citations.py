@@ -71,7 +71,7 @@ def test_every_scanned_root_exists() -> None:
 
 def test_the_scan_reads_python_and_the_reference_pages() -> None:
     files = {path.relative_to(REPO).as_posix() for path in scanned_files()}
-    assert "band_trio/runtime/core/history.py" in files
+    assert "band_trio/runtime/core/_history.py" in files
     assert "docs/reference/official-runtime.rst" in files
     assert "docs/internal-api.md" in files
     assert any(name.startswith("adapters/anthropic/band_trio_anthropic/") for name in files)

@@ -219,13 +219,13 @@ class AgentConfig:
         shutdown_timeout: ONE global deadline for running turns to finish when
             the agent shuts down; then they are cancelled.
         cleanup_timeout: deadline for one ``on_cleanup`` call (shielded).
-        inbox_size: bounded per-room inbox; when full, the room resyncs from
+        inbox_size: bounded per-room inbox; when full, the room reconciles from
             ``/messages/next`` instead (counted as an overflow).
         max_held_events: events kept for a room that is joining but not yet
             routed (oldest dropped beyond this).
         max_parallel_joins: rooms joined at the same time.
         max_parallel_drains: rooms running their start-up or reconnect
-            ``/next`` drain at the same time (the most recently active first).
+            reconcile pass at the same time (the most recently active first).
         max_parallel_history_loads: rooms reading their history (the first turn
             of a session) at the same time. The others wait before reading,
             so when many rooms start a turn at once they do not all hold a
@@ -258,11 +258,11 @@ class AgentConfig:
             missed is noticed at most ``idle_resync_max_interval + rooms /
             idle_reconcile_rate`` seconds after that room's previous reconcile.
         gc_freeze_min_rooms: once start-up has settled (every room joined
-            and drained) with at least this many rooms, collect garbage once
+            and reconciled) with at least this many rooms, collect garbage once
             and then ``gc.freeze()`` the process, so the rooms' long-lived
             state is left out of every later collection (a full collection
             over ten thousand rooms stops the event loop for hundreds of
-            milliseconds). It freezes anew once a reconnect's drains settled;
+            milliseconds). It freezes anew once a reconnect's reconciles settled;
             it unfreezes when more than a quarter of the rooms frozen have
             been removed (and freezes again at the next settle), and when it
             stops serving. 0 turns this off. The operations guide ("The

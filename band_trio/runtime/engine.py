@@ -16,11 +16,11 @@ shutdown takes does not grow with the number of rooms.
 Scale: rosters come with the room listing (``include=participants``), so
 start-up and reconnect cost one listing plus one ``GET /messages/next`` per
 room; a roster that is truncated or omitted is read right before the room's
-next turn. Joins are bounded by ``max_parallel_joins``; each room's drain
+next turn. Joins are bounded by ``max_parallel_joins``; each room's reconcile
 starts as soon as the room is joined, bounded by ``max_parallel_drains``
-(:class:`~band_trio.runtime.room.pacer.RoomPacer`, the most recently active rooms
-first after a reconnect). A reconnect owes each room ONE drain: requests made
-before that drain runs are merged, and the re-listing that follows only
+(:class:`~band_trio.runtime.room._pacer.RoomPacer`, the most recently active rooms
+first after a reconnect). A reconnect owes each room ONE reconcile: requests made
+before that reconcile runs are merged, and the re-listing that follows only
 admits, retires and refreshes rosters. Idle reconciles of all rooms share one
 budget (``idle_reconcile_rate`` calls per second, stalest room first).
 
@@ -47,12 +47,12 @@ from band_trio._logging import get_logger, log_context
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.adapter.protocols import InterruptHandler
 from band_trio.errors import BandError
+from band_trio.runtime._control import ControlHandler
+from band_trio.runtime._dispatcher import Dispatcher
+from band_trio.runtime._ports import ContactService, TopicLink
 from band_trio.runtime.contact_events import ContactHandlerStatistics
-from band_trio.runtime.control import ControlHandler
-from band_trio.runtime.dispatcher import Dispatcher
-from band_trio.runtime.ports import ContactService, TopicLink
 from band_trio.runtime.room import Room, RoomServices, RoomStatistics
-from band_trio.runtime.room.pacer import RoomPacer
+from band_trio.runtime.room._pacer import RoomPacer
 from band_trio.wire.events import ContactEvent
 from band_trio.wire.link import LinkEvent, room_topics
 from band_trio.wire.models import ChatRoom
@@ -193,20 +193,20 @@ class AgentEngine:
         """The rooms being served now, by id."""
         return {rid: s.room for rid, s in self._rooms.items() if s.serving and not s.removed}
 
-    def drains_settled(self) -> bool:
-        """No start-up or reconnect drain is waiting or running (cheap).
+    def bulk_reconciles_settled(self) -> bool:
+        """No start-up or reconnect reconcile is waiting or running (cheap).
 
         Once :meth:`serve` has started, every room listed at start-up has
-        joined (or is retrying) and asked for its drain, so this turning true
+        joined (or is retrying) and asked for its reconcile, so this turning true
         means start-up has settled; an added room or a reconnect makes it
-        false again until their drains are done.
+        false again until their reconciles are done.
         """
-        drains = self._pacer.drains
-        return not drains.waiting and not drains.running
+        bulk = self._pacer.bulk
+        return not bulk.waiting and not bulk.running
 
     @property
-    def drain_epoch(self) -> int:
-        """Bumped by every reconnect (or lost room topic) that drains the rooms again."""
+    def reconcile_epoch(self) -> int:
+        """Bumped by every reconnect (or lost room topic) that reconciles the rooms again."""
         return self._pacer.epoch
 
     def statistics(self) -> EngineStatistics:
@@ -451,7 +451,7 @@ class AgentEngine:
     # ------------------------------------------------------------------ reconnect
 
     def on_reconnected(self, *, count: bool = True, lost: Sequence[str] = ()) -> None:
-        """The socket came back: drain ``/next`` once per room (the most
+        """The socket came back: reconcile once per room (the most
         recently active first), re-list rooms, rejoin, refresh rosters.
 
         Args:
@@ -470,7 +470,7 @@ class AgentEngine:
             for topic in lost:
                 self._recover_topic(topic)
         # Owed at once, not only after the (possibly slow) re-listing below:
-        # messages missed meanwhile are drained now, and a turn starting
+        # messages missed meanwhile are reconciled now, and a turn starting
         # before the listing arrives reads the roster first (participants
         # may have changed while the socket was down).
         self._pacer.next_epoch()
@@ -509,7 +509,7 @@ class AgentEngine:
                         if room_id not in listed and slot.generation <= generation:
                             self.remove_room(room_id)
                     for room_id, chat in listed.items():
-                        # New rooms are admitted (and drain once joined);
+                        # New rooms are admitted (and reconcile once joined);
                         # rooms already served take the listed roster.
                         self.add_room(room_id, listed=chat)
                 lost, self._lost_rooms = self._lost_rooms, set()
@@ -523,7 +523,7 @@ class AgentEngine:
                             rejoined.append(slot.room)
                 if rejoined:
                     # Pushes to a room between losing its topic and joining it
-                    # again are missed: it owes one more drain.
+                    # again are missed: it owes one more reconcile.
                     self._pacer.next_epoch()
                     for room in rejoined:
                         room.request_bulk_reconcile(refresh_roster=False)
@@ -561,7 +561,7 @@ class AgentEngine:
 
     def _recover_topic(self, topic: str) -> None:
         """Rejoin an agent-level topic with backoff; mark a room's topic lost
-        (the re-listing rejoins it and the room drains once more)."""
+        (the re-listing rejoins it and the room reconciles once more)."""
         assert self._nursery is not None
         room_id = topic.partition(":")[2]
         if room_id in self._rooms and topic in room_topics(room_id):

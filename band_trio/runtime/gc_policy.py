@@ -13,11 +13,11 @@ The policy, for one agent (:class:`GcFreezePolicy`, synchronous, the ``gc``
 functions injected so that it can be tested without touching the process):
 
 * **Freeze once settled.** When start-up has settled (every room listed at
-  start joined and its start-up drain done) and the agent serves at least
+  start joined and its start-up reconcile done) and the agent serves at least
   ``AgentConfig.gc_freeze_min_rooms`` rooms, run one ``gc.collect()`` (so the
   garbage of start-up is not frozen with the rooms), then ``gc.freeze()``.
   0 turns the policy off.
-* **Renew after a reconnect.** A reconnect drains every room again, which
+* **Renew after a reconnect.** A reconnect reconciles every room again, which
   replaces much of each room's long-lived state (its loop's cancel scope, its
   roster from the new listing): the replaced objects go by reference
   counting, but the new ones are not frozen and full collections grow back.
@@ -28,7 +28,7 @@ functions injected so that it can be tested without touching the process):
   them are never collected, and a removed room leaves some behind until an
   unfreeze. When more rooms have been removed since the freeze than a quarter
   of the rooms frozen, ``gc.unfreeze()`` makes them collectable again, and the
-  next settle (at once when no drain is running) collects and freezes anew.
+  next settle (at once when no reconcile is running) collects and freezes anew.
 * **Freeze what survives each full collection.** Objects created after the
   freeze (a room's history, the cancel scope of its next wait) are not
   frozen, so every later full collection walks them all again, and after a
@@ -381,7 +381,7 @@ class GcFreezePolicy:
 
         Args:
             epoch: the agent's reconnect count (any counter bumped by every
-                reconnect that drains the rooms again).
+                reconnect that reconciles the rooms again).
         """
         return self.frozen and epoch != self._epoch_at_freeze
 
@@ -418,7 +418,7 @@ class GcFreezePolicy:
         return True
 
     def on_settled(self, rooms: int, removed: int, epoch: int = 0) -> bool:
-        """Start-up (or the drains after a reconnect or an added room) settled:
+        """Start-up (or the reconciles after a reconnect or an added room) settled:
         collect and freeze when due, or renew the freeze after a reconnect.
 
         Args:
@@ -506,12 +506,12 @@ async def serve_gc_policy(
     """Apply ``policy`` until cancelled, then unfreeze if it froze.
 
     Start it once the agent's start-up rooms are joined: from then on
-    ``settled()`` turning true means their drains are done.
+    ``settled()`` turning true means their reconciles are done.
 
     Args:
         policy: the agent's policy.
         changes: the agent's state changes (re-checked on each).
-        settled: no start-up or reconnect drain is waiting or running (cheap:
+        settled: no start-up or reconnect reconcile is waiting or running (cheap:
             it is checked on every state change).
         rooms: rooms served now (called only when settled).
         removed: rooms removed so far (cheap, as ``settled``).
@@ -543,7 +543,7 @@ async def serve_gc_policy(
                     changes.notify()
                 else:
                     # Too few rooms: the count can only grow by a room being
-                    # added, which drains, so look again after the next drain.
+                    # added, which reconciles, so look again after the next reconcile.
                     await changes.wait_for(lambda: not settled())
             elif policy.wants_growth_renewal() and settled() and policy.on_grown():
                 changes.notify()

@@ -14,7 +14,7 @@ import trio
 from band_trio import AgentFailure
 from band_trio.adapter import ToolEffect, report_failure
 from band_trio.errors import RoomExecutionStoppedError
-from band_trio.runtime.core.turn_effects import TurnEffects, TurnVerdict
+from band_trio.runtime.core._turn_effects import TurnEffects, TurnVerdict
 from band_trio.tools import AgentTools
 from band_trio.wire.rest import RestClient
 from tests.scripted_platform import AGENT_ID, ROOM, ROSTER, ScriptedPlatform, error, ok

@@ -21,7 +21,7 @@ from band_trio.errors import BandConfigError
 from band_trio.local.faults import Fault
 from band_trio.runtime.config import AgentSettings
 from band_trio.runtime.platform_runtime import PlatformRuntime
-from band_trio.runtime.room import worker as room_module
+from band_trio.runtime.room import _worker as room_module
 from band_trio.wire.backoff import ReconnectPolicy
 from band_trio.wire.events import ParticipantAdded, ParticipantRemoved
 from band_trio.wire.link import LinkConfig

@@ -25,7 +25,7 @@ from .harness import RecordingAdapter, scene, serving, token
 
 
 async def test_room_added_while_running_is_joined_and_drained(band_platform) -> None:  # type: ignore[no-untyped-def]
-    """room_added joins the room and drains its backlog (official runtime, "Testable behaviours"
+    """room_added joins the room and reconciles its backlog (official runtime, "Testable behaviours"
     72)."""
     with trio.fail_after(20):
         async with scene(band_platform) as s:
@@ -125,7 +125,7 @@ async def test_readded_room_never_reruns_a_settled_message(band_platform) -> Non
                 await s.human.remove_participant(room_id, s.agent_id)
                 await s.wait_for(lambda: adapter.cleanups == [room_id])
                 await s.wait_for(lambda: room_id not in agent.room_ids)
-                # ... and re-added: its startup drain meets the message on /next.
+                # ... and re-added: its startup reconcile meets the message on /next.
                 await s.human.add_participant(room_id, s.agent_id)
                 await s.wait_for(lambda: room_id in agent.room_ids)
                 later = token("later")

@@ -3,7 +3,7 @@ when idle, counted exactly.
 
 The link and REST are in-memory fakes, so the autojump clock drives every
 timer and the counts are exact: rosters come with the room listing, each room
-drains ``/messages/next`` once at start and once per reconnect (the most
+reconciles once at start and once per reconnect (the most
 recently active rooms first, a bounded number at a time), and the idle
 reconciles of all rooms stay under one agent-wide rate.
 """
@@ -24,9 +24,9 @@ import trio.testing
 
 from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core._reconcile_budget import ReconcileBudget
+from band_trio.runtime.core._rest_messages import event_from_rest
 from band_trio.runtime.core.preprocessor import DefaultPreprocessor
-from band_trio.runtime.core.reconcile_budget import ReconcileBudget
-from band_trio.runtime.core.rest_messages import event_from_rest
 from band_trio.runtime.engine import AgentEngine
 from band_trio.runtime.room import RoomServices
 from band_trio.wire.models import (
@@ -297,7 +297,7 @@ async def test_a_truncated_roster_is_read_only_before_the_rooms_first_turn(
         assert rest.participant_reads == Counter({"r0000": 1})
 
 
-async def test_drains_are_bounded_and_pipelined_with_joins(
+async def test_bulk_reconciles_are_bounded_and_pipelined_with_joins(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     ids = rooms(40)
@@ -306,7 +306,7 @@ async def test_drains_are_bounded_and_pipelined_with_joins(
         await trio.sleep(60)
         assert rest.next_max_active == 5
         assert rest.next_per_room() == Counter({r: 1 for r in ids})
-        # 40 drains of 1 s, 5 at a time: 8 s, not 40 s and not all at once.
+        # 40 reconciles of 1 s, 5 at a time: 8 s, not 40 s and not all at once.
         assert max(t for t, _ in rest.next_log) - min(t for t, _ in rest.next_log) == 7
 
 
@@ -344,7 +344,7 @@ async def test_a_reconnect_costs_one_listing_and_one_next_per_room(
         assert sum(rest.calls.values()) / len(ids) <= 1.1
 
 
-async def test_reconnects_before_a_drain_runs_are_merged(
+async def test_reconnects_before_a_bulk_reconcile_runs_are_merged(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     ids = rooms(30)
@@ -353,12 +353,12 @@ async def test_reconnects_before_a_drain_runs_are_merged(
         await trio.sleep(60)
         rest.reset()
         engine.on_reconnected()
-        await trio.sleep(0.5)  # three drains running, 27 waiting
+        await trio.sleep(0.5)  # three reconciles running, 27 waiting
         engine.on_reconnected()
         await trio.sleep(60)
         per_room = rest.next_per_room()
-        # The rooms still waiting drain once for both reconnects; the three
-        # whose /next was already in flight at the second one drain again.
+        # The rooms still waiting reconcile once for both reconnects; the three
+        # whose /next was already in flight at the second one reconcile again.
         assert sorted(per_room.values()) == [1] * 27 + [2] * 3
 
 
@@ -385,7 +385,7 @@ async def test_recently_active_rooms_drain_first_after_a_reconnect(
         assert sorted(order) == ids
 
 
-async def test_messages_missed_while_down_are_answered_by_the_reconnect_drain(
+async def test_messages_missed_while_down_are_answered_by_the_reconnect_reconcile(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     ids = rooms(20)
@@ -435,7 +435,7 @@ async def test_idle_reconciles_stay_under_the_ceiling_and_reach_every_room(
         idle_resync_max_interval=ceiling,
         idle_reconcile_rate=rate,
     ):
-        await trio.sleep(30)  # the start-up drains are done
+        await trio.sleep(30)  # the start-up reconciles are done
         rest.reset()
         start = trio.current_time()
         await trio.sleep(600)
@@ -477,11 +477,11 @@ async def test_a_missed_push_is_noticed_within_the_bound_without_a_reconnect(
         assert engine.statistics().reconnects == 0
 
 
-async def test_a_room_busy_with_a_turn_does_not_hold_a_drain_place(
+async def test_a_room_busy_with_a_turn_does_not_hold_a_bulk_place(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """The most recently active room is often mid-turn after a reconnect: it
-    gives its place back, and the other rooms drain meanwhile."""
+    gives its place back, and the other rooms reconcile meanwhile."""
     ids = rooms(6)
     rest = ManyRooms(ids)
     link = InstantLink()

@@ -20,7 +20,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from band_trio import BandConfigError
-from band_trio.runtime.core.drain_schedule import DrainSchedule
+from band_trio.runtime.core._reconcile_timer import ReconcileTimer
 from band_trio.testing import conformance
 from band_trio.testing.conformance import (
     CI_PROFILE,
@@ -374,13 +374,13 @@ def test_rooms_draw_their_jitter_from_the_runs_fixed_value(monkeypatch: pytest.M
     # Every room draws the same jitter, whatever the order the rooms start in:
     # a scenario replays the same way, alone or with other rooms busy.
     draws: list[float] = []
-    original = DrainSchedule.__init__
+    original = ReconcileTimer.__init__
 
-    def recording(self: DrainSchedule, config: Any, rng: random.Random, now: float) -> None:
+    def recording(self: ReconcileTimer, config: Any, rng: random.Random, now: float) -> None:
         draws.append(rng.random())
         original(self, config, rng, now)
 
-    monkeypatch.setattr(DrainSchedule, "__init__", recording)
+    monkeypatch.setattr(ReconcileTimer, "__init__", recording)
     # (No contacts hub room: only the scenario's rooms draw.)
     run_scenario(
         Echo,

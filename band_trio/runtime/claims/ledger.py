@@ -2,11 +2,11 @@
 
 The ledger is two parts in one object:
 
-* :class:`~band_trio.runtime.core.claims.ClaimsState`, the pure state per
+* :class:`~band_trio.runtime.core._claims.ClaimsState`, the pure state per
   ``(room_id, message_id)``: in-flight claims, attempt counts, states
   (``reply_sent``, ``ack_pending``, ``completed``, ``failed_final``), reply
   intents, known replies and their bounds; it does no I/O;
-* :class:`~band_trio.runtime.claims.journal.ClaimsJournal`, the SQLite
+* :class:`~band_trio.runtime.claims._journal.ClaimsJournal`, the SQLite
   journal every change of that state is written to before the call returns.
 
 :class:`ClaimsLedger` *is* the claims state (its queries are the state's
@@ -53,8 +53,8 @@ from typing import TYPE_CHECKING, Literal, ParamSpec, Self, TypeVar, cast
 import attrs
 
 from band_trio.errors import BandConfigError
-from band_trio.runtime.claims.journal import ClaimsJournal
-from band_trio.runtime.core.claims import (
+from band_trio.runtime.claims._journal import ClaimsJournal
+from band_trio.runtime.core._claims import (
     KNOWN_REPLIES_PER_ROOM,
     Attempt,
     Claim,

@@ -16,7 +16,7 @@ from band_trio._logging import get_logger
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.adapter.roster import rewrite_mention_tokens
 from band_trio.adapter.turns import AgentInput, TurnContext
-from band_trio.runtime.core.history import clean_metadata, parse_timestamp
+from band_trio.runtime.core._history import clean_metadata, parse_timestamp
 from band_trio.wire import unstructure
 from band_trio.wire.events import MessageCreated, MessageUpdated
 from band_trio.wire.models import ChatMessage

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection
 
-from band_trio.runtime.room.rest import RoomRest
+from band_trio.runtime.room._rest import RoomRest
 from band_trio.tools.reply_digest import reply_digest
 from band_trio.wire.events import MessageCreated
 

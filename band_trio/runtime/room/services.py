@@ -18,11 +18,11 @@ from band_trio.adapter.protocols import FrameworkAdapter, Preprocessor
 from band_trio.adapter.tool_protocol import AgentToolsProtocol
 from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.participant_rows import ParticipantRows
+from band_trio.runtime.core._participant_rows import ParticipantRows
 from band_trio.runtime.core.turn_durations import TurnDurations
-from band_trio.runtime.room.pacer import RoomPacer
-from band_trio.runtime.room.rest import RuntimeRest
-from band_trio.runtime.room.running_turn import RunningTurn
+from band_trio.runtime.room._pacer import RoomPacer
+from band_trio.runtime.room._rest import RuntimeRest
+from band_trio.runtime.room._running_turn import RunningTurn
 from band_trio.runtime.state_changes import StateChanges
 from band_trio.wire.models import ChatParticipant
 
@@ -70,8 +70,8 @@ class RoomServices:
             started or ended, a message settled, an inbox item or a reconcile
             pass was handled), so that waiters re-check their predicate.
         turn_durations: where every room records its turns' durations.
-        pacer: the agent-wide pace of bulk drains and idle reconciles (the
-            engine sets one); None lets each room drain on its own timer.
+        pacer: the agent-wide pace of bulk reconciles and idle reconciles (the
+            engine sets one); None lets each room reconcile on its own timer.
         participant_rows: shares identical roster rows across the rooms.
         history_loads: how many rooms read their history at once
             (``config.max_parallel_history_loads``).
@@ -111,8 +111,8 @@ class RoomStatistics:
         failures: turns that failed (adapter raised, timed out).
         failed_for_good: messages marked failed after their last attempt.
         interrupted: turns cancelled by an interrupt.
-        overflows: events the dispatcher could not queue (the room resynced instead).
-        resyncs: reconcile passes (``/next`` drains) run.
+        overflows: events the dispatcher could not queue (the room reconciled instead).
+        resyncs: reconcile passes run.
         skipped: messages not run (own, duplicate, already processed, failed for good).
         inbox_depth: events waiting in the inbox now.
         inbox_capacity: the inbox bound.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from band_trio.runtime.claims.journal import ClaimsJournal
+from band_trio.runtime.claims._journal import ClaimsJournal
 from band_trio.runtime.claims.ledger import ClaimsLedger
 
 R = "room-1"

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio.runtime.core.admission import (
+from band_trio.runtime.core._admission import (
     MAX_REPLY_LOOKUPS,
     Admission,
     ReplyCheck,
@@ -20,7 +20,7 @@ from band_trio.runtime.core.admission import (
     is_own_message,
     processed_on_platform,
 )
-from band_trio.runtime.core.claims import Attempt, RefusalReason
+from band_trio.runtime.core._claims import Attempt, RefusalReason
 
 AGENT = "agent-1"
 

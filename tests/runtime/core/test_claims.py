@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from band_trio.errors import BandConfigError, LocalProtocolError
-from band_trio.runtime.claims.journal import ClaimsJournal
-from band_trio.runtime.core.claims import (
+from band_trio.runtime.claims._journal import ClaimsJournal
+from band_trio.runtime.core._claims import (
     KNOWN_REPLIES_PER_ROOM,
     Change,
     Claim,

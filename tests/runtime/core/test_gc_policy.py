@@ -135,7 +135,7 @@ def test_at_the_threshold_it_collects_then_freezes_once() -> None:
     assert policy.statistics() == GcFreezeStatistics(
         frozen=True, frozen_objects=1000, freezes=1, unfreezes=0
     )
-    # Settling again (a reconnect's drains) freezes nothing more.
+    # Settling again (a reconnect's reconciles) freezes nothing more.
     assert not policy.on_settled(rooms=10, removed=0)
     assert fake.calls == ["collect", "freeze"]
 
@@ -184,7 +184,7 @@ def test_the_first_settle_after_a_reconnect_renews_the_freeze() -> None:
     fake.allocate(1000)
     policy.on_settled(rooms=10, removed=0, epoch=0)
     assert not policy.wants_renewal(0)
-    # The reconnect's drains replaced part of the rooms' state: new objects
+    # The reconnect's reconciles replaced part of the rooms' state: new objects
     # to freeze, and replaced ones (garbage, but frozen) to let go.
     fake.allocate(300)
     fake.garbage = 300  # as many frozen ones were replaced
@@ -522,7 +522,7 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
         nursery.start_soon(engine.serve, policy)
         await trio.testing.wait_all_tasks_blocked()
         # Settled with too few rooms: nothing; a third room joining is not
-        # enough either until its drain has run and settled.
+        # enough either until its reconcile has run and settled.
         change(settled=True)
         await trio.testing.wait_all_tasks_blocked()
         change(rooms=3)
@@ -536,7 +536,7 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
         assert fake.calls == ["collect", "freeze"]
         assert policy.frozen
 
-        # A reconnect's drains come and go: no second freeze.
+        # A reconnect's reconciles come and go: no second freeze.
         change(settled=False)
         await trio.testing.wait_all_tasks_blocked()
         change(settled=True)
@@ -549,7 +549,7 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
         await trio.testing.wait_all_tasks_blocked()
         assert fake.calls == ["collect", "freeze", "unfreeze"]
         assert not policy.frozen
-        # Two rooms added: frozen again once their drains settled.
+        # Two rooms added: frozen again once their reconciles settled.
         change(settled=False, rooms=4)
         await trio.testing.wait_all_tasks_blocked()
         assert fake.calls == ["collect", "freeze", "unfreeze"]
@@ -557,7 +557,7 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
         await trio.testing.wait_all_tasks_blocked()
         assert fake.calls == ["collect", "freeze", "unfreeze", "collect", "freeze"]
 
-        # Churn again (two of four) with enough rooms left and no drain
+        # Churn again (two of four) with enough rooms left and no reconcile
         # running: unfrozen, then collected and frozen again at once.
         change(removed=3, rooms=3)
         await trio.testing.wait_all_tasks_blocked()
@@ -565,7 +565,7 @@ async def test_the_shell_freezes_when_settled_unfreezes_on_churn_and_on_exit() -
         assert policy.frozen
         assert policy.statistics().freezes == 3
 
-        # A reconnect: nothing while its drains run, renewed once they settled.
+        # A reconnect: nothing while its reconciles run, renewed once they settled.
         change(epoch=1, settled=False)
         await trio.testing.wait_all_tasks_blocked()
         assert fake.calls[8:] == []
@@ -590,7 +590,7 @@ async def test_the_shell_renews_a_grown_freeze_at_the_next_settle_once() -> None
         fake.allocate(1000)
         await trio.testing.wait_all_tasks_blocked()
         assert fake.calls == ["collect", "freeze"]
-        # Grown past the factor; a drain is running: nothing yet.
+        # Grown past the factor; a reconcile is running: nothing yet.
         fake.allocate(300)
         fake.automatic_collection()
         change(settled=False)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from band_trio.adapter.roster import Roster
 from band_trio.errors import BandConfigError
-from band_trio.runtime.core.history import (
+from band_trio.runtime.core._history import (
     HistoryWindow,
     clean_metadata,
     history_item,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from band_trio.runtime.core.participant_rows import ParticipantRows
+from band_trio.runtime.core._participant_rows import ParticipantRows
 from band_trio.wire.models import ChatParticipant
 
 

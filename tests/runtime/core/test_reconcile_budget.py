@@ -1,5 +1,5 @@
 """The sans-io cores that pace reconciles across rooms: the idle budget
-(rate ceiling, stalest room first) and the bulk-drain queue (bounded, most
+(rate ceiling, stalest room first) and the bulk-reconcile queue (bounded, most
 recently active first)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from band_trio.errors import BandConfigError
-from band_trio.runtime.core.drain_queue import DrainQueue
-from band_trio.runtime.core.reconcile_budget import ReconcileBudget
+from band_trio.runtime.core._bulk_reconcile import BulkReconcileQueue
+from band_trio.runtime.core._reconcile_budget import ReconcileBudget
 
 ROOMS = [f"r{i}" for i in range(8)]
 
@@ -136,11 +136,11 @@ def test_every_waiting_room_is_granted_within_rooms_over_rate(rooms: int, rate: 
         asked[granted] = now
 
 
-# ---------------------------------------------------------------- DrainQueue
+# ---------------------------------------------------------------- BulkReconcileQueue
 
 
-def test_drains_go_most_recently_active_first() -> None:
-    queue = DrainQueue(1)
+def test_bulk_reconciles_go_most_recently_active_first() -> None:
+    queue = BulkReconcileQueue(1)
     assert queue.request("quiet", last_active=-math.inf) == ["quiet"]
     assert queue.request("old", last_active=10.0) == []
     assert queue.request("recent", last_active=90.0) == []
@@ -152,7 +152,7 @@ def test_drains_go_most_recently_active_first() -> None:
 
 
 def test_a_room_waiting_or_running_asks_once() -> None:
-    queue = DrainQueue(1)
+    queue = BulkReconcileQueue(1)
     assert queue.request("a", 0.0) == ["a"]
     assert queue.request("a", 5.0) == []
     assert queue.request("b", 0.0) == []
@@ -163,19 +163,19 @@ def test_a_room_waiting_or_running_asks_once() -> None:
     assert queue.running == frozenset()
 
 
-def test_drain_queue_rejects_a_bad_limit() -> None:
+def test_bulk_reconcile_queue_rejects_a_bad_limit() -> None:
     with pytest.raises(BandConfigError):
-        DrainQueue(0)
+        BulkReconcileQueue(0)
 
 
-class DrainQueueMachine(RuleBasedStateMachine):
+class BulkReconcileQueueMachine(RuleBasedStateMachine):
     """Never more than ``limit`` running; a free place never idles while a room
     waits; a grant always goes to the most recently active room waiting."""
 
     def __init__(self) -> None:
         super().__init__()
         self.limit = 3
-        self.queue = DrainQueue(self.limit)
+        self.queue = BulkReconcileQueue(self.limit)
         self.running: set[str] = set()
         self.waiting: dict[str, float] = {}
 
@@ -214,4 +214,4 @@ class DrainQueueMachine(RuleBasedStateMachine):
             assert len(self.running) == self.limit
 
 
-TestDrainQueueMachine = DrainQueueMachine.TestCase
+TestBulkReconcileQueueMachine = BulkReconcileQueueMachine.TestCase

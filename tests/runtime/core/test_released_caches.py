@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from band_trio.errors import BandConfigError
-from band_trio.runtime.claims.journal import ClaimsJournal
+from band_trio.runtime.claims._journal import ClaimsJournal
 from band_trio.runtime.claims.ledger import ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.claims import Change, ClaimsState, JournalEntry, MessageState
+from band_trio.runtime.core._claims import Change, ClaimsState, JournalEntry, MessageState
 from tests.agent.harness import RecordingAdapter, fast_config, scene, serving, token
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.room_machine import DrainPlace, Pace, RoomMachine, Step
-from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core._room_machine import BulkPlace, Pace, RoomMachine, Step
+from band_trio.runtime.core._schedule import ReconcileOutcome
 
 CONFIG = AgentConfig(idle_resync_interval=30.0, retry_delay=1.0, max_retry_delay=8.0)
 
@@ -31,32 +31,32 @@ class PacerStandIn:
 
     def __init__(self) -> None:
         self.epoch = 0
-        self.drain_queued = False  # asked for a place, not granted yet
-        self.drain_held = False  # granted a place, not given back yet
+        self.bulk_queued = False  # asked for a place, not granted yet
+        self.bulk_held = False  # granted a place, not given back yet
         self.idle_wanted = False
         self.wake_at = math.inf
         self.forgotten = False
 
     @property
     def placed(self) -> bool:
-        """True while the room is queued for, or holds, a bulk-drain place."""
-        return self.drain_queued or self.drain_held
+        """True while the room is queued for, or holds, a bulk-reconcile place."""
+        return self.bulk_queued or self.bulk_held
 
     def apply(self, pace: int, m: RoomMachine) -> None:
         if pace & Pace.WITHDRAW_IDLE:
             self.idle_wanted = False
-        if pace & Pace.END_DRAIN:
-            self.drain_queued = self.drain_held = False
-        if pace & Pace.REQUEST_DRAIN:
+        if pace & Pace.END_BULK:
+            self.bulk_queued = self.bulk_held = False
+        if pace & Pace.REQUEST_BULK:
             assert not self.placed, "asked for a second place"
-            self.drain_queued = True
+            self.bulk_queued = True
         if pace & Pace.WANT_IDLE:
             self.idle_wanted = True
         if pace & Pace.WAKE:
             self.wake_at = m.wake_at
         if pace & Pace.FORGET:
             self.forgotten = True
-            self.drain_queued = self.drain_held = self.idle_wanted = False
+            self.bulk_queued = self.bulk_held = self.idle_wanted = False
             self.wake_at = math.inf
 
 
@@ -72,8 +72,8 @@ class RoomLife(RuleBasedStateMachine):
         self.m.start(CONFIG, random.Random(0), self.now)
         self.pacer = PacerStandIn()
         # The reference model.
-        self.reconcile_wanted = not self.PACED  # unpaced: drain at start-up at once
-        self.owed: int | None = 0 if self.PACED else None  # the start-up bulk drain
+        self.reconcile_wanted = not self.PACED  # unpaced: reconcile at start-up at once
+        self.owed: int | None = 0 if self.PACED else None  # the start-up bulk reconcile
         self.stopped = False
         self.fenced = False
         self.deferred = False
@@ -92,7 +92,7 @@ class RoomLife(RuleBasedStateMachine):
         if self.reconcile_wanted:
             return Step.RECONCILE
         if self.owed is not None and not self.pacer.placed:
-            return Step.ASK_DRAIN
+            return Step.ASK_BULK
         return Step.WAIT
 
     @property
@@ -155,16 +155,16 @@ class RoomLife(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ the pacer
 
-    @precondition(lambda self: self.pacer.drain_queued)
+    @precondition(lambda self: self.pacer.bulk_queued)
     @rule()
-    def grant_drain(self) -> None:
-        self.pacer.drain_queued, self.pacer.drain_held = False, True
-        self.pacer.apply(self.m.drain_granted(), self.m)
+    def grant_bulk(self) -> None:
+        self.pacer.bulk_queued, self.pacer.bulk_held = False, True
+        self.pacer.apply(self.m.bulk_granted(), self.m)
         if self.turn:
-            assert not self.pacer.drain_held, "a busy room gives its place back"
+            assert not self.pacer.bulk_held, "a busy room gives its place back"
         else:
             self.reconcile_wanted = True
-            assert self.m.drain_place == DrainPlace.HELD
+            assert self.m.bulk_place == BulkPlace.HELD
 
     @precondition(lambda self: self.pacer.idle_wanted)
     @rule()
@@ -203,10 +203,10 @@ class RoomLife(RuleBasedStateMachine):
             self.in_pass = True
             self.pass_epoch = self.pacer.epoch
             assert not self.pacer.idle_wanted, "the pass serves as the idle reconcile"
-            assert not self.pacer.drain_queued, "a pass that runs gives a queued place up"
-        elif step is Step.ASK_DRAIN:
-            self.pacer.apply(self.m.ask_drain(), self.m)
-            assert self.pacer.drain_queued
+            assert not self.pacer.bulk_queued, "a pass that runs gives a queued place up"
+        elif step is Step.ASK_BULK:
+            self.pacer.apply(self.m.ask_bulk(), self.m)
+            assert self.pacer.bulk_queued
         elif step is Step.WAIT:
             due = self.m.due
             pace = self.m.arm(due, self.now)
@@ -254,8 +254,8 @@ class RoomLife(RuleBasedStateMachine):
         self.m.turn_started(self.tick(0.1))
         self.turn = True
         assert self.m.last_active == self.now
-        if grant_during_turn and self.pacer.drain_queued:
-            self.grant_drain()
+        if grant_during_turn and self.pacer.bulk_queued:
+            self.grant_bulk()
         if grant_during_turn and self.PACED:
             self.reconnect()  # owed, but not asked while the turn holds the worker
         self.m.turn_ended()
@@ -294,17 +294,17 @@ class RoomLife(RuleBasedStateMachine):
     @invariant()
     def the_pacer_knows_what_the_room_waits_for(self) -> None:
         if not self.PACED:
-            assert self.m.drain_place == DrainPlace.NONE
+            assert self.m.bulk_place == BulkPlace.NONE
             assert not self.m.idle_waiting
             return
         in_queue = self.pacer.placed
-        assert in_queue == (self.m.drain_place != DrainPlace.NONE)
+        assert in_queue == (self.m.bulk_place != BulkPlace.NONE)
         assert self.pacer.idle_wanted == self.m.idle_waiting
 
     @invariant()
     def requests_are_never_lost(self) -> None:
         assert self.m.reconcile_requested == self.reconcile_wanted
-        owes = self.m.paced and self.m.owed_epoch > self.m.drained_epoch
+        owes = self.m.paced and self.m.owed_epoch > self.m.reconciled_epoch
         assert owes == (self.owed is not None)
 
     @invariant()
@@ -326,12 +326,12 @@ class RoomLife(RuleBasedStateMachine):
         assert math.isinf(self.m.wake_at)
         if self.PACED:
             assert self.pacer.forgotten
-            assert self.m.drain_place == DrainPlace.NONE
+            assert self.m.bulk_place == BulkPlace.NONE
             assert not self.m.idle_waiting
 
 
 class UnpacedRoomLife(RoomLife):
-    """A room with no pacer: it drains at start-up at once and keeps its own time."""
+    """A room with no pacer: it reconciles at start-up at once and keeps its own time."""
 
     PACED = False
 
@@ -343,23 +343,23 @@ test_a_paced_room_follows_the_model = RoomLife.TestCase
 test_an_unpaced_room_follows_the_model = UnpacedRoomLife.TestCase
 
 
-def test_a_room_asks_the_pacer_once_for_one_owed_drain() -> None:
+def test_a_room_asks_the_pacer_once_for_one_owed_bulk_reconcile() -> None:
     m = RoomMachine(paced=True)
     m.start(CONFIG, random.Random(0), 0.0)
-    assert m.next_step(synthetic_waiting=False) is Step.ASK_DRAIN  # the start-up drain
-    assert m.ask_drain() == Pace.REQUEST_DRAIN
+    assert m.next_step(synthetic_waiting=False) is Step.ASK_BULK  # the start-up reconcile
+    assert m.ask_bulk() == Pace.REQUEST_BULK
     assert (
         m.bulk_reconcile_owed(1, refresh_roster=False) == Pace.NOTHING
     )  # merged into the queued one
     assert m.next_step(synthetic_waiting=False) is Step.WAIT
-    assert m.drain_granted() == Pace.NOTHING
+    assert m.bulk_granted() == Pace.NOTHING
     assert m.next_step(synthetic_waiting=False) is Step.RECONCILE
     assert m.reconcile_started(1) == Pace.NOTHING  # a held place stays until work or the end
-    assert m.reconcile_finished(ReconcileOutcome.EMPTY, 1.0) == Pace.END_DRAIN
-    assert m.next_step(synthetic_waiting=False) is Step.WAIT  # epoch 1 was drained
+    assert m.reconcile_finished(ReconcileOutcome.EMPTY, 1.0) == Pace.END_BULK
+    assert m.next_step(synthetic_waiting=False) is Step.WAIT  # epoch 1 was reconciled
 
 
-def test_a_drain_whose_last_next_came_before_a_reconnect_leaves_it_owed() -> None:
+def test_a_pass_whose_last_next_came_before_a_reconnect_leaves_it_owed() -> None:
     m = RoomMachine(paced=True)
     m.start(CONFIG, random.Random(0), 0.0)
     m.reconcile_asked()
@@ -367,7 +367,7 @@ def test_a_drain_whose_last_next_came_before_a_reconnect_leaves_it_owed() -> Non
     m.next_asked(0)
     assert m.bulk_reconcile_owed(1, refresh_roster=True) == Pace.NOTHING  # reconciling: asked after
     m.reconcile_finished(ReconcileOutcome.EMPTY, 1.0)
-    assert m.next_step(synthetic_waiting=False) is Step.ASK_DRAIN
+    assert m.next_step(synthetic_waiting=False) is Step.ASK_BULK
 
 
 @pytest.mark.parametrize("paced", [True, False])

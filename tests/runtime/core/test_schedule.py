@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from band_trio.errors import BandConfigError
-from band_trio.runtime.core.schedule import (
+from band_trio.runtime.core._schedule import (
     ControlDeduplicator,
     ReconcileOutcome,
     ReconcileSchedule,

@@ -6,9 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from band_trio.errors import InputNotAccepted, InternalServerError, RoomExecutionStoppedError
-from band_trio.runtime.core.claims import Attempt
-from band_trio.runtime.core.drain import MessageOutcome
-from band_trio.runtime.core.settlement import (
+from band_trio.runtime.core._claims import Attempt
+from band_trio.runtime.core._reconcile_pass import MessageOutcome
+from band_trio.runtime.core._settlement import (
     EXHAUSTED_LABEL,
     MISSING_REPLY_LABEL,
     TIMEOUT_LABEL,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from band_trio.adapter import ToolEffect
-from band_trio.runtime.core.turn_effects import TurnEffects, TurnVerdict
+from band_trio.runtime.core._turn_effects import TurnEffects, TurnVerdict
 
 
 def test_turn_ledger_verdicts() -> None:

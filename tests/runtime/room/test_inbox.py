@@ -7,7 +7,7 @@ import pytest
 import trio
 import trio.testing
 
-from band_trio.runtime.room.inbox import TIMED_OUT, Inbox
+from band_trio.runtime.room._inbox import TIMED_OUT, Inbox
 
 
 async def test_items_come_out_in_order() -> None:

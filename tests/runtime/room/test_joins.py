@@ -184,7 +184,7 @@ async def test_topics_refused_on_a_reconnect_are_joined_again(
 ) -> None:
     """A reconnect whose rejoins the platform refused for some topics: the agent
     topics are joined again (else no room_added or control signal would ever
-    arrive), the rooms are re-listed, rejoined and drained."""
+    arrive), the rooms are re-listed, rejoined and reconciled."""
     from band_trio.wire.link import LinkReconnected
 
     rest = MemoryRest(["r1", "r2"])
@@ -196,12 +196,12 @@ async def test_topics_refused_on_a_reconnect_are_joined_again(
         agent_topics = (f"agent_control:{AGENT}", f"agent_rooms:{AGENT}")
         lost = (*agent_topics, "chat_room:r1")
         link.joined.difference_update(lost)
-        drains = len(rest.times("next"))
+        reconciles = len(rest.times("next"))
         engine.dispatcher.dispatch(LinkReconnected(1, ("chat_room:r2",), lost))
         await trio.sleep(10)
         assert set(lost) <= link.joined
         assert set(engine.serving_rooms()) == {"r1", "r2"}
-        assert len(rest.times("next")) >= drains + 2  # each room drained again
+        assert len(rest.times("next")) >= reconciles + 2  # each room reconciled again
         nursery.cancel_scope.cancel()
 
 

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.room.pacer import RoomPacer
+from band_trio.runtime.room._pacer import RoomPacer
 
 
 class _Room:
@@ -19,7 +19,7 @@ class _Room:
         self.room_id = room_id
         self._log = log
 
-    def grant_drain(self) -> None:
+    def grant_bulk(self) -> None:
         raise AssertionError("not asked")
 
     def grant_idle(self) -> None:

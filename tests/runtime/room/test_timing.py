@@ -54,7 +54,7 @@ async def test_empty_reconciles_back_off_to_the_maximum(
         await nursery.start(room.serve)
         await trio.sleep(400)
         times = rest.times("next")
-        assert times[0] == 0  # the startup drain
+        assert times[0] == 0  # the startup reconcile
         assert 0 < times[1] <= 10  # jittered first periodic check
         intervals = [round(b - a, 3) for a, b in itertools.pairwise(times[1:])]
         assert intervals[:4] == [40.0, 80.0, 80.0, 80.0]
@@ -64,7 +64,7 @@ async def test_empty_reconciles_back_off_to_the_maximum(
         (done_at,) = rest.times("processed")
         await trio.sleep(11)
         after = sorted({t for t in rest.times("next") if t >= done_at})
-        # The drain's closing /next, then the next check a base interval later.
+        # The reconcile's closing /next, then the next check a base interval later.
         assert round(after[1] - after[0], 3) == 10.0
         nursery.cancel_scope.cancel()
 
@@ -211,7 +211,7 @@ async def test_pending_ack_is_retried_before_next_and_blocks_it(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """Every reconcile pass starts with the pending ack; while it fails the pass ends there (no
-    ``/next``); once it lands, ``/next`` is drained (official runtime, "Testable behaviours"
+    ``/next``); once it lands, the room reconciles (official runtime, "Testable behaviours"
     57)."""
     rest = FlakyAckRest(failing_acks=3)
     adapter = Adapter()
@@ -231,7 +231,7 @@ async def test_pending_ack_is_retried_before_next_and_blocks_it(
         # Then only the periodic reconciles, which find nothing.
         assert set(names[10:]) <= {"next"}
         assert names[:10] == [
-            "next",  # startup drain
+            "next",  # startup reconcile
             "processing",
             "processed!",  # the turn completed; its ack did not land
             "processed!",  # reconcile pass 1: the ack first, still failing: no /next
@@ -242,7 +242,7 @@ async def test_pending_ack_is_retried_before_next_and_blocks_it(
             "processed",
             "next",
         ]
-        # Each retry of the ack was its own reconcile pass (startup drain + 3).
+        # Each retry of the ack was its own reconcile pass (startup reconcile + 3).
         assert room.statistics().resyncs >= 4
         assert room.statistics().completed == 2
         nursery.cancel_scope.cancel()

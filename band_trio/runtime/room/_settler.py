@@ -1,11 +1,11 @@
 """Carrying out what a turn's end means for its message (the Trio side of settlement).
 
-:mod:`~band_trio.runtime.core.settlement` decides; a :class:`Settler` executes the
+:mod:`~band_trio.runtime.core._settlement` decides; a :class:`Settler` executes the
 decision for one room: the lifecycle marks, the error event, the ledger
 records, and the room's counters. ``processed`` (the ack) is the mark that
 must land: :meth:`Settler.ack` retries the forms the platform accepts and
 records the message completed once the mark landed, or the message is gone,
-or :func:`~band_trio.runtime.core.settlement.gives_up_ack` gives it up. A
+or :func:`~band_trio.runtime.core._settlement.gives_up_ack` gives it up. A
 ``failed`` mark that did not land for a passing reason (a stopped room, an
 unreachable platform) keeps the message from being recorded failed for good:
 it is settled again when it comes back. The error event is best effort: a
@@ -25,8 +25,8 @@ from band_trio.errors import (
 )
 from band_trio.runtime.claims.ledger import Attempt, ClaimsLedger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.drain import MessageOutcome
-from band_trio.runtime.core.settlement import (
+from band_trio.runtime.core._reconcile_pass import MessageOutcome
+from band_trio.runtime.core._settlement import (
     Acknowledge,
     ErrorNotice,
     FailForGood,
@@ -37,7 +37,7 @@ from band_trio.runtime.core.settlement import (
     gives_up_ack,
     settle,
 )
-from band_trio.runtime.room.rest import RoomRest
+from band_trio.runtime.room._rest import RoomRest
 from band_trio.runtime.room.services import RoomCounters
 
 __all__ = ["Settler"]
@@ -193,7 +193,7 @@ class Settler:
         claiming a processed message would re-open it and record a second
         attempt); stopped (204) or unconfirmed
         (anything else) → stays ack-pending for the next reconcile, until
-        :func:`~band_trio.runtime.core.settlement.gives_up_ack` says otherwise.
+        :func:`~band_trio.runtime.core._settlement.gives_up_ack` says otherwise.
         """
         rest = self._rest
         ledger = self._ledger

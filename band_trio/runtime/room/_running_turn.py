@@ -15,8 +15,8 @@ import trio
 from band_trio._logging import get_logger
 from band_trio.adapter.capabilities import ToolEffect
 from band_trio.runtime.claims.ledger import Attempt, ClaimsLedger
-from band_trio.runtime.core.settlement import Abort
-from band_trio.runtime.core.turn_effects import TurnEffects
+from band_trio.runtime.core._settlement import Abort
+from band_trio.runtime.core._turn_effects import TurnEffects
 
 __all__ = ["PostLookup", "RunningTurn"]
 

@@ -27,7 +27,7 @@ from typing import IO, Final, Literal
 
 from band_trio._logging import get_logger
 from band_trio.errors import AgentAlreadyRunningError, BandConfigError, LocalProtocolError
-from band_trio.runtime.core.claims import Change, ClaimsState, JournalEntry
+from band_trio.runtime.core._claims import Change, ClaimsState, JournalEntry
 
 __all__ = ["ClaimsJournal"]
 
@@ -115,7 +115,7 @@ class ClaimsJournal:
     """Where the claims state is kept: a SQLite database (a file, or memory).
 
     Build it with :meth:`open` or :meth:`in_memory`; :meth:`load` fills a
-    fresh :class:`~band_trio.runtime.core.claims.ClaimsState` from it, and
+    fresh :class:`~band_trio.runtime.core._claims.ClaimsState` from it, and
     :meth:`write` records the state's changes, one transaction per call.
     Not thread-safe: use it from one thread.
 
@@ -220,7 +220,7 @@ class ClaimsJournal:
         Rows the state's bounds evict (the bounds were lowered since they were
         written) are deleted from the file. Every loaded room counts as
         released until the owner serves it again (see
-        :meth:`~band_trio.runtime.core.claims.ClaimsState.release_loaded_rooms`).
+        :meth:`~band_trio.runtime.core._claims.ClaimsState.release_loaded_rooms`).
 
         Raises:
             sqlite3.Error: the file cannot be read.

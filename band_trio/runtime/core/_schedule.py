@@ -34,7 +34,7 @@ class ReconcileOutcome(enum.Enum):
     WORK = "work"
     """At least one turn ran."""
     BLOCKED = "blocked"
-    """The drain stopped at something it could not step past this time."""
+    """The pass stopped at something it could not step past this time."""
     RETRY = "retry"
     """Something failed (REST error, an ack that did not land): try again soon."""
     STOPPED = "stopped"
@@ -50,7 +50,7 @@ def _check_interval(name: str, value: float) -> float:
 
 
 class ReconcileSchedule:
-    """When a room should next drain ``/messages/next`` on its own.
+    """When a room should next reconcile on its own.
 
     * The first check is jittered uniformly in ``[now, now + base]`` so rooms
       started together do not poll together.

@@ -84,7 +84,7 @@ class EventRoutes(Protocol):
         ...
 
     def on_reconnected(self, *, count: bool = True, lost: Sequence[str] = ()) -> None:
-        """The socket came back: re-list, rejoin and resync (``lost``: topics
+        """The socket came back: re-list, rejoin and reconcile (``lost``: topics
         whose rejoin the platform refused)."""
         ...
 

@@ -2,14 +2,14 @@
 
 :class:`RoomTurns` is the half of a :class:`~band_trio.runtime.room.Room`
 that handles one message at a time: whether it runs
-(:mod:`~band_trio.runtime.core.admission`: before the claim, after a refused
+(:mod:`~band_trio.runtime.core._admission`: before the claim, after a refused
 claim, after the claim, after a reply lookup, before the run), the roster and
 history a turn starts from, the turn itself in its own cancel scope, and what
-its end means (:mod:`~band_trio.runtime.core.settlement`, carried out by a
-:class:`~band_trio.runtime.room.settler.Settler`). Synthetic messages (the contacts
+its end means (:mod:`~band_trio.runtime.core._settlement`, carried out by a
+:class:`~band_trio.runtime.room._settler.Settler`). Synthetic messages (the contacts
 hub) run here too, with no claim and no marks.
 
-The room's flags are its :class:`~band_trio.runtime.core.room_machine.RoomMachine`;
+The room's flags are its :class:`~band_trio.runtime.core._room_machine.RoomMachine`;
 this shell reads them (stopped, fenced, the roster owed) and tells it when a
 turn starts and ends. The worker, the inbox and the reconcile passes are the
 :class:`~band_trio.runtime.room.Room` built on this class.
@@ -39,20 +39,21 @@ from band_trio.errors import (
     RoomExecutionStoppedError,
 )
 from band_trio.runtime.claims.ledger import Attempt, Claim, Refusal
-from band_trio.runtime.core import admission, settlement
-from band_trio.runtime.core.admission import Admission, ReplyCheck
-from band_trio.runtime.core.drain import MessageOutcome
-from band_trio.runtime.core.rest_messages import event_from_rest
-from band_trio.runtime.core.room_machine import RoomMachine
-from band_trio.runtime.core.settlement import Abort, ErrorNotice, TurnEnd
-from band_trio.runtime.core.turn_effects import TurnVerdict
-from band_trio.runtime.room.activity import ActivityReporter
-from band_trio.runtime.room.hydration import load_history
-from band_trio.runtime.room.reply_recovery import ReplyRecovery, post_lookup
-from band_trio.runtime.room.rest import RoomRest
-from band_trio.runtime.room.running_turn import RunningTurn
+from band_trio.runtime.core import _admission as admission
+from band_trio.runtime.core import _settlement as settlement
+from band_trio.runtime.core._admission import Admission, ReplyCheck
+from band_trio.runtime.core._reconcile_pass import MessageOutcome
+from band_trio.runtime.core._rest_messages import event_from_rest
+from band_trio.runtime.core._room_machine import RoomMachine
+from band_trio.runtime.core._settlement import Abort, ErrorNotice, TurnEnd
+from band_trio.runtime.core._turn_effects import TurnVerdict
+from band_trio.runtime.room._activity import ActivityReporter
+from band_trio.runtime.room._hydration import load_history
+from band_trio.runtime.room._reply_recovery import ReplyRecovery, post_lookup
+from band_trio.runtime.room._rest import RoomRest
+from band_trio.runtime.room._running_turn import RunningTurn
+from band_trio.runtime.room._settler import Settler
 from band_trio.runtime.room.services import RoomCounters, RoomServices
-from band_trio.runtime.room.settler import Settler
 from band_trio.wire.events import MessageCreated
 from band_trio.wire.models import ChatMessage, ChatParticipant
 

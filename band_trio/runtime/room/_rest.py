@@ -35,7 +35,7 @@ class RoomRest(Protocol):
         sort_order: str | None = None,
         limit: int | None = None,
     ) -> CursorPage[ChatMessage]:
-        """One page of the room's messages (the drain steps past a stuck ``/next``)."""
+        """One page of the room's messages (the reconcile pass steps past a stuck ``/next``)."""
         ...
 
     async def mark_processing(self, chat_id: str, message_id: str) -> object:

@@ -1,4 +1,4 @@
-"""DrainSchedule: the idle timer plus the backoff of deferred messages."""
+"""ReconcileTimer: the idle timer plus the backoff of deferred messages."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.drain_schedule import DrainSchedule
-from band_trio.runtime.core.schedule import ReconcileOutcome, ReconcileSchedule
+from band_trio.runtime.core._reconcile_timer import ReconcileTimer
+from band_trio.runtime.core._schedule import ReconcileOutcome, ReconcileSchedule
 
 BASE = 30.0
 RETRY = 1.0
@@ -31,7 +31,7 @@ def test_due_is_the_idle_timer_or_the_retry_backoff(
     steps: list[tuple[str, ReconcileOutcome, float]], seed: int
 ) -> None:
     config = AgentConfig(idle_resync_interval=BASE, retry_delay=RETRY, max_retry_delay=CAP)
-    schedule = DrainSchedule(config, random.Random(seed), now=0.0)
+    schedule = ReconcileTimer(config, random.Random(seed), now=0.0)
     idle = ReconcileSchedule(
         base=config.idle_resync_interval,
         maximum=config.idle_resync_max_interval,
@@ -69,7 +69,7 @@ class _LateJitter(random.Random):
 
 def test_retries_back_off_doubling() -> None:
     config = AgentConfig(idle_resync_interval=4.0, retry_delay=0.25)
-    schedule = DrainSchedule(config, _LateJitter(), now=0.0)
+    schedule = ReconcileTimer(config, _LateJitter(), now=0.0)
     assert schedule.due == 4.0
     delays = []
     now = 0.0
@@ -86,7 +86,7 @@ def test_retries_back_off_doubling() -> None:
 def test_a_deferred_message_waits_at_most_the_max_retry_delay() -> None:
     # A mark the platform did not confirm is tried again within
     # max_retry_delay (4 s by default), however often it failed before.
-    schedule = DrainSchedule(AgentConfig(), random.Random(0), now=0.0)
+    schedule = ReconcileTimer(AgentConfig(), random.Random(0), now=0.0)
     now, waits = 0.0, []
     for _ in range(10):
         schedule.after(ReconcileOutcome.RETRY, now)

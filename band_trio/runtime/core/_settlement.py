@@ -30,8 +30,8 @@ import attrs
 
 from band_trio.adapter.failures import MISSING_REPLY_LABEL
 from band_trio.errors import InputNotAccepted, RoomExecutionStoppedError
-from band_trio.runtime.core.claims import Attempt
-from band_trio.runtime.core.drain import MessageOutcome
+from band_trio.runtime.core._claims import Attempt
+from band_trio.runtime.core._reconcile_pass import MessageOutcome
 
 __all__ = [
     "EXHAUSTED_LABEL",

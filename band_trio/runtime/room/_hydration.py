@@ -7,8 +7,8 @@ from band_trio.adapter.messages import HistoryProvider
 from band_trio.adapter.roster import Roster
 from band_trio.errors import BandError
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.history import HistoryWindow, to_history_items
-from band_trio.runtime.room.rest import RoomRest
+from band_trio.runtime.core._history import HistoryWindow, to_history_items
+from band_trio.runtime.room._rest import RoomRest
 
 __all__ = ["load_history"]
 

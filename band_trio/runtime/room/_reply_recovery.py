@@ -16,10 +16,10 @@ from typing import Final
 from band_trio._logging import get_logger
 from band_trio.errors import BandError
 from band_trio.runtime.claims.ledger import ClaimsLedger
-from band_trio.runtime.core.admission import ReplyCheck, ReplyLookups
+from band_trio.runtime.core._admission import ReplyCheck, ReplyLookups
+from band_trio.runtime.room._rest import RoomRest
+from band_trio.runtime.room._running_turn import PostLookup
 from band_trio.runtime.room.replies import ReplyLookupIncomplete, find_landed_reply
-from band_trio.runtime.room.rest import RoomRest
-from band_trio.runtime.room.running_turn import PostLookup
 from band_trio.runtime.room.services import RoomServices
 from band_trio.wire.events import MessageCreated
 
@@ -92,7 +92,7 @@ class ReplyRecovery:
         LANDED: it is there, journaled as sent (the message is only acked).
         ABSENT: it is not; the intents are cleared and the message runs.
         UNKNOWN: the lookup failed; try again later. After a few failed
-        lookups (:class:`~band_trio.runtime.core.admission.ReplyLookups`), or when
+        lookups (:class:`~band_trio.runtime.core._admission.ReplyLookups`), or when
         the room's context is too long to read, the message runs again:
         answering twice is better than never answering.
         """

@@ -2,7 +2,7 @@
 
 Agent-level events are handled here (room added / removed / deleted, control
 signals, reconnects); room events go to that room's bounded inbox with
-``Room.deliver``, which never blocks (a full inbox marks the room for resync, see
+``Room.deliver``, which never blocks (a full inbox marks the room for a reconcile, see
 :mod:`band_trio.runtime.room`). Anything slow (joining rooms, listing rooms after
 a reconnect) is started as a task in the engine's nursery, so one slow room or a
 slow REST call never stalls intake for the others (official runtime, "Weak
@@ -18,8 +18,8 @@ from collections.abc import Callable
 import trio
 
 from band_trio._logging import get_logger
-from band_trio.runtime.control import ControlHandler
-from band_trio.runtime.ports import EventRoutes
+from band_trio.runtime._control import ControlHandler
+from band_trio.runtime._ports import EventRoutes
 from band_trio.wire.events import (
     AgentControl,
     ContactAdded,

@@ -6,32 +6,32 @@ thing at a time, which is what makes a room's turns serial *by construction*
 (no locks, no race between the live path and the backlog path):
 
 * **intake** reads the room's bounded inbox (a
-  :class:`~band_trio.runtime.room.inbox.Inbox`), filled by the dispatcher
+  :class:`~band_trio.runtime.room._inbox.Inbox`), filled by the dispatcher
   without blocking: participant events update the roster, a ``message_created``
   push runs a turn for that message (the WebSocket is the doorbell);
 * **turns** run one message at a time, each inside its own cancel scope (an
   interrupt, stop, platform stop or timeout cancels exactly that scope);
-* **reconciliation** drains ``GET /messages/next`` (the mailbox) at start, when
+* **reconciliation** reads ``GET /messages/next`` (the mailbox) at start, when
   the inbox overflowed, when a reconcile was requested (reconnect, play), after a
   deferred outcome, and on a timer with backoff. When ``/next`` is stuck on a
-  message this process will never run again (failed for good), the drain pages
+  message this process will never run again (failed for good), the pass pages
   ``GET /messages`` to step past it, so one poison message never wedges a room.
-  Under an engine (a :class:`~band_trio.runtime.room.pacer.RoomPacer`), the
-  start-up and reconnect drains wait for a place among the agent's bulk
-  drains, and the timer's checks for the agent-wide idle budget; the pacer
+  Under an engine (a :class:`~band_trio.runtime.room._pacer.RoomPacer`), the
+  start-up and reconnect reconciles wait for a place among the agent's bulk
+  reconciles, and the timer's checks for the agent-wide idle budget; the pacer
   also keeps the room's time (an idle room waits on its inbox alone, with
   no cancel scope or deadline of its own).
 
 The room's flags and the order of its worker's steps are its
-:class:`~band_trio.runtime.core.room_machine.RoomMachine` (sans-io): the worker
+:class:`~band_trio.runtime.core._room_machine.RoomMachine` (sans-io): the worker
 tells it what happened and does what it answers, and every pacer call it asks
 for is made in one place (``Room._pace``). The other decisions are made by
 sans-io cores and only executed here or in the message path
-(:class:`~band_trio.runtime.room.turn_shell.RoomTurns`): whether a message runs
-(:mod:`~band_trio.runtime.core.admission`), what a turn's end means for its
-message (:mod:`~band_trio.runtime.core.settlement`), what a reconcile pass
-concludes (:mod:`~band_trio.runtime.core.drain`) and when the next one is due
-(:mod:`~band_trio.runtime.core.drain_schedule`).
+(:class:`~band_trio.runtime.room._turn_shell.RoomTurns`): whether a message runs
+(:mod:`~band_trio.runtime.core._admission`), what a turn's end means for its
+message (:mod:`~band_trio.runtime.core._settlement`), what a reconcile pass
+concludes (:mod:`~band_trio.runtime.core._reconcile_pass`) and when the next one is due
+(:mod:`~band_trio.runtime.core._reconcile_timer`).
 
 Memory bound: the inbox holds at most ``AgentConfig.inbox_size`` events. When it
 is full the dispatcher does not block and does not drop silently: the room is
@@ -60,19 +60,19 @@ from band_trio._logging import get_logger, log_context
 from band_trio.adapter.failures import ERROR_EVENT_TEXT, MISSING_REPLY_TEXT
 from band_trio.adapter.messages import PlatformMessage
 from band_trio.errors import BandError
-from band_trio.runtime.core import admission
-from band_trio.runtime.core.drain import DrainPass, DrainStep, MessageOutcome
-from band_trio.runtime.core.room_machine import Pace, Step
-from band_trio.runtime.core.schedule import ReconcileOutcome
-from band_trio.runtime.core.settlement import Abort
-from band_trio.runtime.room.inbox import Inbox, TimedOut
+from band_trio.runtime.core import _admission as admission
+from band_trio.runtime.core._reconcile_pass import MessageOutcome, ReconcilePass, ReconcileStep
+from band_trio.runtime.core._room_machine import Pace, Step
+from band_trio.runtime.core._schedule import ReconcileOutcome
+from band_trio.runtime.core._settlement import Abort
+from band_trio.runtime.room._inbox import Inbox, TimedOut
+from band_trio.runtime.room._turn_shell import RoomTurns
 from band_trio.runtime.room.services import (
     ParticipantCallback,
     RoomServices,
     RoomStatistics,
     ToolsFactory,
 )
-from band_trio.runtime.room.turn_shell import RoomTurns
 from band_trio.wire.events import MessageCreated, ParticipantAdded, ParticipantRemoved
 from band_trio.wire.models import ChatMessage, ChatParticipant
 
@@ -119,7 +119,7 @@ class Room(RoomTurns):
     The dispatcher talks to it only through non-blocking methods
     (:meth:`deliver`, :meth:`request_reconcile`, :meth:`interrupt`, :meth:`stop`,
     :meth:`play`, :meth:`fence`); :meth:`serve` is its worker. One message's
-    way (admission, turn, settlement) is :class:`~band_trio.runtime.room.turn_shell.RoomTurns`.
+    way (admission, turn, settlement) is :class:`~band_trio.runtime.room._turn_shell.RoomTurns`.
 
     Args:
         room_id: the room.
@@ -169,16 +169,16 @@ class Room(RoomTurns):
         return True
 
     def request_reconcile(self, *, refresh_roster: bool = False) -> None:
-        """Ask for a ``/next`` drain soon (coalesced: many requests, one drain)."""
+        """Ask for a reconcile pass soon (coalesced: many requests, one reconcile)."""
         self._m.reconcile_asked(refresh_roster=refresh_roster)
         self._kick()
 
     def request_bulk_reconcile(self, *, refresh_roster: bool = True) -> None:
-        """Owe one ``/next`` drain that starts after now (start-up, reconnect).
+        """Owe one reconcile pass that starts after now (start-up, reconnect).
 
-        With a pacer the drain waits for a place among the agent's bulk drains
+        With a pacer the reconcile waits for a place among the agent's bulk reconciles
         (the most recently active rooms first); requests made before that
-        drain starts, or while a drain that will still call ``/next`` after
+        reconcile starts, or while a reconcile that will still call ``/next`` after
         now runs, are merged into it. Without a pacer this is
         :meth:`request_reconcile`. The roster is refreshed from the next room
         listing offered (:meth:`offer_roster`), or else read before the next turn.
@@ -198,10 +198,10 @@ class Room(RoomTurns):
         m = self._m
         if pace & Pace.WITHDRAW_IDLE:
             pacer.withdraw_idle(self.room_id)
-        if pace & Pace.END_DRAIN:
-            pacer.end_drain(self.room_id)
-        if pace & Pace.REQUEST_DRAIN:
-            pacer.request_drain(self, m.last_active)
+        if pace & Pace.END_BULK:
+            pacer.end_bulk(self.room_id)
+        if pace & Pace.REQUEST_BULK:
+            pacer.request_bulk(self, m.last_active)
         if pace & Pace.WANT_IDLE:
             pacer.want_idle(self, m.last_reconcile)
         if pace & Pace.WAKE:
@@ -236,9 +236,9 @@ class Room(RoomTurns):
         """When a message last arrived or a turn last started (``-inf``: never)."""
         return self._m.last_active
 
-    def grant_drain(self) -> None:
-        """The pacer gives this room a place for its bulk drain (never blocks)."""
-        pace = self._m.drain_granted()
+    def grant_bulk(self) -> None:
+        """The pacer gives this room a place for its bulk reconcile (never blocks)."""
+        pace = self._m.bulk_granted()
         if pace:
             self._pace(pace)
             return
@@ -274,7 +274,7 @@ class Room(RoomTurns):
             self._turn.abort(Abort.STOP)
 
     def play(self) -> None:
-        """Resume a stopped room and drain ``/next`` at once."""
+        """Resume a stopped room and reconcile at once."""
         self._m.play(trio.current_time())
         self._kick()
 
@@ -397,8 +397,8 @@ class Room(RoomTurns):
                         await self._reconcile()
                         self._svc.changes.notify()
                         continue
-                    if step is Step.ASK_DRAIN:
-                        self._pace(m.ask_drain())
+                    if step is Step.ASK_BULK:
+                        self._pace(m.ask_bulk())
                         continue
                     item: InboxItem | None = None
                     if self._pacer is None:
@@ -505,7 +505,7 @@ class Room(RoomTurns):
                 logger.info("room %s: /next has work while stopped; resuming", self.room_id)
                 m.resumed_by_probe(trio.current_time())
             # The roster is not read here: it comes with the room listing, or
-            # is read right before the next turn (a drain that finds nothing
+            # is read right before the next turn (a reconcile that finds nothing
             # needs none).
             for message_id in self._ledger.pending_acks(self.room_id):
                 with log_context(message_id=message_id):
@@ -513,7 +513,7 @@ class Room(RoomTurns):
                 if not acked:
                     result = ReconcileOutcome.RETRY
                     return
-            result = await self._drain()
+            result = await self._reconcile_pass()
         except BandError as exc:
             logger.warning("room %s: reconcile failed: %s", self.room_id, exc)
         except Exception:
@@ -526,29 +526,29 @@ class Room(RoomTurns):
             return False
         return not self._ledger.is_done(self.room_id, msg.id)
 
-    async def _drain(self) -> ReconcileOutcome:
+    async def _reconcile_pass(self) -> ReconcileOutcome:
         m = self._m
-        drain = DrainPass()
+        rpass = ReconcilePass()
         while not m.fenced:
             if m.stopped:
                 return ReconcileOutcome.STOPPED
             m.next_asked(self._epoch())
             msg = await self._rest.next_message(self.room_id)
             if msg is None:
-                return drain.finished()
+                return rpass.finished()
             self._pace(m.work_found())
-            if drain.is_repeat(msg.id):
+            if rpass.is_repeat(msg.id):
                 outcome = MessageOutcome.SKIPPED
             else:
                 outcome = await self._process_rest(msg)
-            step = drain.after_next(msg.id, outcome)
-            if step is DrainStep.SCAN:
-                return await self._scan(drain)
+            step = rpass.after_next(msg.id, outcome)
+            if step is ReconcileStep.SCAN:
+                return await self._scan(rpass)
             if isinstance(step, ReconcileOutcome):
                 return step
         return ReconcileOutcome.STOPPED
 
-    async def _scan(self, drain: DrainPass) -> ReconcileOutcome:
+    async def _scan(self, rpass: ReconcilePass) -> ReconcileOutcome:
         cursor: str | None = None
         for _ in range(_SCAN_MAX_PAGES):
             page = await self._rest.list_messages(
@@ -559,10 +559,10 @@ class Room(RoomTurns):
                     return ReconcileOutcome.STOPPED
                 if not self._runnable(msg):
                     continue
-                result = drain.after_listed(await self._process_rest(msg))
+                result = rpass.after_listed(await self._process_rest(msg))
                 if result is not None:
                     return result
             cursor = page.next_cursor
             if not page.has_more or not cursor:
                 break
-        return drain.finished()
+        return rpass.finished()

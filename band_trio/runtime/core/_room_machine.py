@@ -9,9 +9,9 @@ running, the time the room asked to be woken at) and answers with what to do
 next:
 
 * :meth:`RoomMachine.next_step` is the order of the worker's steps: park
-  once fenced, run a queued synthetic turn, reconcile, ask for a bulk-drain
+  once fenced, run a queued synthetic turn, reconcile, ask for a bulk-reconcile
   place, or wait for the next inbox item until :attr:`RoomMachine.due`;
-* every event that touches the agent's pace (the bulk-drain queue, the
+* every event that touches the agent's pace (the bulk-reconcile queue, the
   idle-reconcile budget, the pacer's timers) returns a :class:`Pace` set:
   the pacer calls the shell makes, in one place and in a fixed order
   (``Room._pace``).
@@ -23,7 +23,7 @@ message was settled for later (:meth:`~RoomMachine.deferred_message`), a
 REST answer during a reconcile (:meth:`~RoomMachine.next_asked`,
 :meth:`~RoomMachine.work_found`, :meth:`~RoomMachine.reconcile_finished`), a
 timer fired (:meth:`~RoomMachine.timer_fired`, :meth:`~RoomMachine.wake_fired`),
-the pacer's grants (:meth:`~RoomMachine.drain_granted`,
+the pacer's grants (:meth:`~RoomMachine.bulk_granted`,
 :meth:`~RoomMachine.idle_granted`) and the control signals
 (:meth:`~RoomMachine.stop`, :meth:`~RoomMachine.play`,
 :meth:`~RoomMachine.fence`, :meth:`~RoomMachine.reconcile_asked`,
@@ -39,11 +39,11 @@ import random
 from typing import Final
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.drain import deferred_after
-from band_trio.runtime.core.drain_schedule import DrainSchedule
-from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core._reconcile_pass import deferred_after
+from band_trio.runtime.core._reconcile_timer import ReconcileTimer
+from band_trio.runtime.core._schedule import ReconcileOutcome
 
-__all__ = ["DrainPlace", "Pace", "RoomMachine", "Step"]
+__all__ = ["BulkPlace", "Pace", "RoomMachine", "Step"]
 
 
 class Step(enum.Enum):
@@ -54,15 +54,15 @@ class Step(enum.Enum):
     SYNTHETIC = "synthetic"
     """Run the synthetic message at the head of the queue."""
     RECONCILE = "reconcile"
-    """Drain ``/next`` now (call :meth:`RoomMachine.reconcile_started` first)."""
-    ASK_DRAIN = "ask_drain"
-    """A bulk drain is owed: ask the pacer for a place (:meth:`RoomMachine.ask_drain`)."""
+    """Reconcile now (call :meth:`RoomMachine.reconcile_started` first)."""
+    ASK_BULK = "ask_bulk"
+    """A bulk reconcile is owed: ask the pacer for a place (:meth:`RoomMachine.ask_bulk`)."""
     WAIT = "wait"
     """Wait for the next inbox item until :attr:`RoomMachine.due`."""
 
 
-class DrainPlace:
-    """Where a room stands in the pacer's bulk-drain queue."""
+class BulkPlace:
+    """Where a room stands in the pacer's bulk-reconcile queue."""
 
     NONE: Final = 0
     WAITING: Final = 1
@@ -73,14 +73,14 @@ class Pace:
     """The pacer calls an event asks for, as bits of an ``int``.
 
     The shell carries them out in this order: withdraw from the idle budget,
-    give the drain place up, ask for a drain place, ask for the idle budget,
+    give the bulk place up, ask for a bulk place, ask for the idle budget,
     set or cancel the wake-up time (:attr:`RoomMachine.wake_at`), forget the room.
     """
 
     NOTHING: Final = 0
     WITHDRAW_IDLE: Final = 1
-    END_DRAIN: Final = 2
-    REQUEST_DRAIN: Final = 4
+    END_BULK: Final = 2
+    REQUEST_BULK: Final = 4
     WANT_IDLE: Final = 8
     WAKE: Final = 16
     FORGET: Final = 32
@@ -90,16 +90,15 @@ class RoomMachine:
     """The flags of one room and the order of its worker's steps.
 
     Args:
-        paced: True under an engine's pacer (bulk drains wait for a place,
+        paced: True under an engine's pacer (bulk reconciles wait for a place,
             idle reconciles for the agent-wide budget, the pacer keeps time);
-            False for a room that drains at once and keeps its own time.
+            False for a room that reconciles at once and keeps its own time.
     """
 
     # One per room, and a process may hold ten thousand rooms.
     __slots__ = (
+        "bulk_place",
         "deferred",
-        "drain_place",
-        "drained_epoch",
         "fenced",
         "idle_waiting",
         "last_active",
@@ -108,6 +107,7 @@ class RoomMachine:
         "owed_epoch",
         "paced",
         "reconcile_requested",
+        "reconciled_epoch",
         "reconciling",
         "roster_stale",
         "schedule",
@@ -118,13 +118,13 @@ class RoomMachine:
 
     def __init__(self, *, paced: bool) -> None:
         self.paced = paced
-        # With a pacer the start-up drain is a bulk drain (bounded, ordered);
-        # without one the room drains at once, on its own.
+        # With a pacer the start-up reconcile is a bulk reconcile (bounded, ordered);
+        # without one the room reconciles at once, on its own.
         self.reconcile_requested = not paced
         self.owed_epoch = 0 if paced else -1
-        self.drained_epoch = -1
+        self.reconciled_epoch = -1
         self.next_epoch = -1
-        self.drain_place = DrainPlace.NONE
+        self.bulk_place = BulkPlace.NONE
         self.roster_stale = True
         self.reconciling = False
         self.idle_waiting = False
@@ -135,13 +135,13 @@ class RoomMachine:
         self.fenced = False
         self.turn_running = False
         self.wake_at = math.inf
-        self.schedule: DrainSchedule | None = None
+        self.schedule: ReconcileTimer | None = None
 
     def start(self, config: AgentConfig, rng: random.Random, now: float) -> None:
-        """The worker started: the room's own drain schedule begins now."""
-        self.schedule = DrainSchedule(config, rng, now)
+        """The worker started: the room's own reconcile timer begins now."""
+        self.schedule = ReconcileTimer(config, rng, now)
 
-    def _schedule(self) -> DrainSchedule:
+    def _schedule(self) -> ReconcileTimer:
         assert self.schedule is not None, "the worker has not started"
         return self.schedule
 
@@ -157,10 +157,10 @@ class RoomMachine:
             return Step.RECONCILE
         if (
             self.paced
-            and self.owed_epoch > self.drained_epoch
-            and self.drain_place == DrainPlace.NONE
+            and self.owed_epoch > self.reconciled_epoch
+            and self.bulk_place == BulkPlace.NONE
         ):
-            return Step.ASK_DRAIN
+            return Step.ASK_BULK
         return Step.WAIT
 
     @property
@@ -209,7 +209,7 @@ class RoomMachine:
         self.wake_at = math.inf
         if not self.paced:
             return Pace.NOTHING
-        self.drain_place = DrainPlace.NONE
+        self.bulk_place = BulkPlace.NONE
         self.idle_waiting = False
         return Pace.FORGET
 
@@ -254,38 +254,38 @@ class RoomMachine:
     # ------------------------------------------------------------------ control signals
 
     def reconcile_asked(self, *, refresh_roster: bool = False) -> None:
-        """A ``/next`` drain is asked for soon (many requests, one drain)."""
+        """A reconcile pass is asked for soon (many requests, one reconcile)."""
         self.reconcile_requested = True
         if refresh_roster:
             self.roster_stale = True
 
     def bulk_reconcile_owed(self, epoch: int, *, refresh_roster: bool) -> int:
-        """One drain that starts after now is owed (start-up, reconnect).
+        """One reconcile that starts after now is owed (start-up, reconnect).
 
         Call only when :attr:`paced`; ``epoch`` is the pacer's epoch now.
         """
         if refresh_roster:
             self.roster_stale = True
         self.owed_epoch = epoch
-        if not self.reconciling and not self.turn_running and self.drain_place == DrainPlace.NONE:
+        if not self.reconciling and not self.turn_running and self.bulk_place == BulkPlace.NONE:
             # Queued now, so rooms asked in order of activity are served in
             # that order (not in the order their workers happen to wake).
-            return self.ask_drain()
+            return self.ask_bulk()
         return Pace.NOTHING
 
-    def ask_drain(self) -> int:
-        """Ask the pacer for a bulk-drain place."""
-        self.drain_place = DrainPlace.WAITING
-        return Pace.REQUEST_DRAIN
+    def ask_bulk(self) -> int:
+        """Ask the pacer for a bulk-reconcile place."""
+        self.bulk_place = BulkPlace.WAITING
+        return Pace.REQUEST_BULK
 
-    def drain_granted(self) -> int:
-        """The pacer gave this room a bulk-drain place."""
+    def bulk_granted(self) -> int:
+        """The pacer gave this room a bulk-reconcile place."""
         if self.turn_running:
             # A turn holds the worker (maybe for long): give the place to a
             # room that can use it now; this one asks again after the turn.
-            self.drain_place = DrainPlace.NONE
-            return Pace.END_DRAIN
-        self.drain_place = DrainPlace.HELD
+            self.bulk_place = BulkPlace.NONE
+            return Pace.END_BULK
+        self.bulk_place = BulkPlace.HELD
         self.reconcile_requested = True
         return Pace.NOTHING
 
@@ -301,7 +301,7 @@ class RoomMachine:
             self.schedule.set_stopped(True, now)
 
     def play(self, now: float) -> None:
-        """A ``play`` control: resume and drain at once."""
+        """A ``play`` control: resume and reconcile at once."""
         self.stopped = False
         self.deferred = False
         if self.schedule is not None:
@@ -339,14 +339,14 @@ class RoomMachine:
         pace = Pace.NOTHING
         if self.paced:
             # Whatever asked for this pass, it also serves as the idle
-            # reconcile and the owed bulk drain: those requests are merged.
+            # reconcile and the owed bulk reconcile: those requests are merged.
             if self.idle_waiting:
                 self.idle_waiting = False
                 pace |= Pace.WITHDRAW_IDLE
-            if self.drain_place == DrainPlace.WAITING:
+            if self.bulk_place == BulkPlace.WAITING:
                 # Runs now without waiting for a place: give the place up.
-                self.drain_place = DrainPlace.NONE
-                pace |= Pace.END_DRAIN
+                self.bulk_place = BulkPlace.NONE
+                pace |= Pace.END_BULK
         self.next_epoch = epoch
         self.reconciling = True
         return pace
@@ -361,24 +361,24 @@ class RoomMachine:
         self.next_epoch = epoch
 
     def work_found(self) -> int:
-        """``/next`` answered with a message: the drain place goes to another room
+        """``/next`` answered with a message: the bulk place goes to another room
         (turns can be long; the bound is on idle probing, not on turns)."""
-        return self._end_drain_place()
+        return self._end_bulk_place()
 
     def reconcile_finished(self, result: ReconcileOutcome, now: float) -> int:
         """The pass ended with ``result``."""
         # A pass whose last /next was sent after the latest reconnect settles
         # what that reconnect owed (a failed pass is retried on the room's
         # own backoff, not through the bulk queue).
-        self.drained_epoch = max(self.drained_epoch, self.next_epoch)
+        self.reconciled_epoch = max(self.reconciled_epoch, self.next_epoch)
         self.reconciling = False
-        pace = self._end_drain_place()
+        pace = self._end_bulk_place()
         self.last_reconcile = now
         self.deferred = deferred_after(result, self.deferred)
         self._schedule().after(result, now)
         return pace
 
-    def _end_drain_place(self) -> int:
-        pace = Pace.END_DRAIN if self.drain_place != DrainPlace.NONE and self.paced else 0
-        self.drain_place = DrainPlace.NONE
+    def _end_bulk_place(self) -> int:
+        pace = Pace.END_BULK if self.bulk_place != BulkPlace.NONE and self.paced else 0
+        self.bulk_place = BulkPlace.NONE
         return pace

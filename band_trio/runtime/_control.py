@@ -10,7 +10,7 @@ worker does the rest.
   ``processed`` (consumed) and nothing is posted. Between turns it is a no-op.
 * ``stop`` cancels the running turn, leaves its message ``processing`` (so
   ``/next`` replays it) and pauses the room: nothing new is claimed.
-* ``play`` resumes a stopped room and drains ``/next`` at once.
+* ``play`` resumes a stopped room and reconciles at once.
 
 Routing: a ``room_id`` targets that room (whatever the scope); no ``room_id``
 with scope ``agent`` targets every room the agent serves; no ``room_id`` with
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from band_trio._logging import get_logger
-from band_trio.runtime.core.schedule import ControlDeduplicator
+from band_trio.runtime.core._schedule import ControlDeduplicator
 from band_trio.runtime.room import Room
 from band_trio.wire.events import AgentControl
 

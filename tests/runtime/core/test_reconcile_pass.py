@@ -1,12 +1,17 @@
-"""drain: what one reconcile pass concludes from what happened to each message."""
+"""reconcile_pass: what one reconcile pass concludes from what happened to each message."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from band_trio.runtime.core.drain import DrainPass, DrainStep, MessageOutcome, deferred_after
-from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core._reconcile_pass import (
+    MessageOutcome,
+    ReconcilePass,
+    ReconcileStep,
+    deferred_after,
+)
+from band_trio.runtime.core._schedule import ReconcileOutcome
 
 outcomes = st.sampled_from(MessageOutcome)
 
@@ -18,50 +23,50 @@ CONCLUSION = {
 
 @given(st.lists(st.tuples(st.sampled_from(("a", "b", "c")), outcomes), min_size=1, max_size=12))
 def test_a_pass_over_next(steps: list[tuple[str, MessageOutcome]]) -> None:
-    drain = DrainPass()
+    reconcile = ReconcilePass()
     advanced = False
     for message_id, outcome in steps:
-        step = drain.after_next(message_id, outcome)
+        step = reconcile.after_next(message_id, outcome)
         if outcome is MessageOutcome.ADVANCED:
             advanced = True
-            assert step is DrainStep.CONTINUE
+            assert step is ReconcileStep.CONTINUE
             continue
         if outcome is MessageOutcome.SKIPPED:
             # /next keeps offering a message that will not run: list instead.
-            assert step is DrainStep.SCAN
+            assert step is ReconcileStep.SCAN
         else:
             assert step is CONCLUSION[outcome]
         break
-    assert drain.worked == advanced
-    assert drain.finished() is (ReconcileOutcome.WORK if advanced else ReconcileOutcome.EMPTY)
+    assert reconcile.worked == advanced
+    assert reconcile.finished() is (ReconcileOutcome.WORK if advanced else ReconcileOutcome.EMPTY)
 
 
 @given(st.lists(st.sampled_from(("a", "b")), min_size=1, max_size=8))
 def test_a_repeat_is_the_message_offered_just_before(ids: list[str]) -> None:
-    drain = DrainPass()
+    reconcile = ReconcilePass()
     previous: str | None = None
     for message_id in ids:
-        assert drain.is_repeat(message_id) == (message_id == previous)
-        drain.after_next(message_id, MessageOutcome.ADVANCED)
+        assert reconcile.is_repeat(message_id) == (message_id == previous)
+        reconcile.after_next(message_id, MessageOutcome.ADVANCED)
         previous = message_id
 
 
 @given(st.booleans(), st.lists(outcomes, max_size=12))
 def test_a_scan_of_the_listing(worked_before: bool, listed: list[MessageOutcome]) -> None:
-    drain = DrainPass()
+    reconcile = ReconcilePass()
     if worked_before:
-        drain.after_next("a", MessageOutcome.ADVANCED)
-    drain.after_next("b", MessageOutcome.SKIPPED)
+        reconcile.after_next("a", MessageOutcome.ADVANCED)
+    reconcile.after_next("b", MessageOutcome.SKIPPED)
     advanced = worked_before
     for outcome in listed:
-        result = drain.after_listed(outcome)
+        result = reconcile.after_listed(outcome)
         if outcome in CONCLUSION:
             assert result is CONCLUSION[outcome]
             break
         # Skipped messages are stepped past; the listing goes on.
         assert result is None
         advanced = advanced or outcome is MessageOutcome.ADVANCED
-    assert drain.finished() is (ReconcileOutcome.WORK if advanced else ReconcileOutcome.EMPTY)
+    assert reconcile.finished() is (ReconcileOutcome.WORK if advanced else ReconcileOutcome.EMPTY)
 
 
 @given(st.sampled_from(ReconcileOutcome), st.booleans())

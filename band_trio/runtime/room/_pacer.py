@@ -2,17 +2,17 @@
 
 Two sans-io cores decide, this shell carries their decisions out:
 
-* :class:`~band_trio.runtime.core.drain_queue.DrainQueue` bounds the bulk drains
+* :class:`~band_trio.runtime.core._bulk_reconcile.BulkReconcileQueue` bounds the bulk reconciles
   owed at start-up and after a reconnect (``AgentConfig.max_parallel_drains``
   at once, the most recently active rooms first);
-* :class:`~band_trio.runtime.core.reconcile_budget.ReconcileBudget` caps the idle
+* :class:`~band_trio.runtime.core._reconcile_budget.ReconcileBudget` caps the idle
   reconciles of all rooms together at ``AgentConfig.idle_reconcile_rate`` per
   second, stalest room first.
 
 Rooms never block on the pacer: they ask, keep serving their inbox, and are
-told by a call (:meth:`PacedRoom.grant_drain`, :meth:`PacedRoom.grant_idle`)
+told by a call (:meth:`PacedRoom.grant_bulk`, :meth:`PacedRoom.grant_idle`)
 when their turn comes. The pacer also keeps the reconnect *epoch*: a counter
-bumped on every reconnect, so a room knows whether the drain it ran started
+bumped on every reconnect, so a room knows whether the reconcile it ran started
 after the latest reconnect (then a second one is not needed).
 
 It is also the rooms' one clock: a room waiting for its next reconcile does
@@ -31,8 +31,8 @@ from typing import Protocol, TypeGuard
 import trio
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.drain_queue import DrainQueue
-from band_trio.runtime.core.reconcile_budget import ReconcileBudget
+from band_trio.runtime.core._bulk_reconcile import BulkReconcileQueue
+from band_trio.runtime.core._reconcile_budget import ReconcileBudget
 
 __all__ = ["PacedRoom", "RoomPacer"]
 
@@ -45,8 +45,8 @@ class PacedRoom(Protocol):
         """The room."""
         ...
 
-    def grant_drain(self) -> None:
-        """The room may run its bulk drain now (never blocks)."""
+    def grant_bulk(self) -> None:
+        """The room may run its bulk reconcile now (never blocks)."""
         ...
 
     def grant_idle(self) -> None:
@@ -59,18 +59,18 @@ class PacedRoom(Protocol):
 
 
 class RoomPacer:
-    """Bounds bulk drains and budgets idle reconciles for all rooms of one agent.
+    """Bounds bulk reconciles and budgets idle reconciles for all rooms of one agent.
 
     Args:
         config: the runtime knobs (``max_parallel_drains``, ``idle_reconcile_rate``).
     """
 
     def __init__(self, config: AgentConfig) -> None:
-        self._drains = DrainQueue(config.max_parallel_drains)
+        self._bulk = BulkReconcileQueue(config.max_parallel_drains)
         self._budget = ReconcileBudget(
             rate=config.idle_reconcile_rate, now=_now_or_zero(), burst=1.0
         )
-        self._drain_rooms: dict[str, PacedRoom] = {}
+        self._bulk_rooms: dict[str, PacedRoom] = {}
         self._idle_rooms: dict[str, PacedRoom] = {}
         self._granting: deque[str] = deque()
         self._in_grant = False
@@ -92,26 +92,26 @@ class RoomPacer:
         return self._budget
 
     @property
-    def drains(self) -> DrainQueue:
-        """The bulk-drain queue (read its state; do not drive it)."""
-        return self._drains
+    def bulk(self) -> BulkReconcileQueue:
+        """The bulk-reconcile queue (read its state; do not drive it)."""
+        return self._bulk
 
     def next_epoch(self) -> int:
-        """A reconnect happened: every drain from now on counts for it."""
+        """A reconnect happened: every reconcile from now on counts for it."""
         self.epoch += 1
         return self.epoch
 
-    # ------------------------------------------------------------------ bulk drains
+    # ------------------------------------------------------------------ bulk reconciles
 
-    def request_drain(self, room: PacedRoom, last_active: float) -> None:
-        """Queue ``room`` for a bulk drain (granted now or later by ``grant_drain``)."""
-        self._drain_rooms[room.room_id] = room
-        self._grant(self._drains.request(room.room_id, last_active))
+    def request_bulk(self, room: PacedRoom, last_active: float) -> None:
+        """Queue ``room`` for a bulk reconcile (granted now or later by ``grant_bulk``)."""
+        self._bulk_rooms[room.room_id] = room
+        self._grant(self._bulk.request(room.room_id, last_active))
 
-    def end_drain(self, room_id: str) -> None:
-        """``room_id`` finished its bulk drain, or no longer needs it."""
-        self._drain_rooms.pop(room_id, None)
-        self._grant(self._drains.release(room_id))
+    def end_bulk(self, room_id: str) -> None:
+        """``room_id`` finished its bulk reconcile, or no longer needs it."""
+        self._bulk_rooms.pop(room_id, None)
+        self._grant(self._bulk.release(room_id))
 
     def _grant(self, granted: list[str]) -> None:
         # A room may give its place straight back (it is busy with a turn),
@@ -122,9 +122,9 @@ class RoomPacer:
         self._in_grant = True
         try:
             while self._granting:
-                room = self._drain_rooms.get(self._granting.popleft())
+                room = self._bulk_rooms.get(self._granting.popleft())
                 if room is not None:
-                    room.grant_drain()
+                    room.grant_bulk()
         finally:
             self._in_grant = False
 
@@ -144,7 +144,7 @@ class RoomPacer:
     def forget(self, room_id: str) -> None:
         """``room_id`` stopped being served: drop it from every queue."""
         self.withdraw_idle(room_id)
-        self.end_drain(room_id)
+        self.end_bulk(room_id)
         self.cancel_wake(room_id)
 
     # ------------------------------------------------------------------ room timers

@@ -1,6 +1,6 @@
-"""When a room drains its mailbox on its own (sans-io).
+"""When a room reconciles on its own (sans-io).
 
-The idle timer is :class:`~band_trio.runtime.core.schedule.ReconcileSchedule`
+The idle timer is :class:`~band_trio.runtime.core._schedule.ReconcileSchedule`
 (jittered first check, doubling while empty, a fixed interval while stopped).
 On top of it, a deferred message (refused claim, failed ack, non-final
 failure) is retried after a short backoff (``AgentConfig.retry_delay``,
@@ -14,16 +14,16 @@ import math
 import random
 
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.core.schedule import ReconcileOutcome, ReconcileSchedule
+from band_trio.runtime.core._schedule import ReconcileOutcome, ReconcileSchedule
 
-__all__ = ["DrainSchedule"]
+__all__ = ["ReconcileTimer"]
 
 
-class DrainSchedule(ReconcileSchedule):
+class ReconcileTimer(ReconcileSchedule):
     """The idle timer of a room plus the backoff of its deferred messages.
 
     One object per room (an agent may hold ten thousand): the idle timer is
-    the :class:`~band_trio.runtime.core.schedule.ReconcileSchedule` this
+    the :class:`~band_trio.runtime.core._schedule.ReconcileSchedule` this
     extends, and :attr:`due` also counts the retry of a deferred message.
 
     Args:
@@ -47,7 +47,7 @@ class DrainSchedule(ReconcileSchedule):
 
     @property
     def due(self) -> float:
-        """The time of the next drain the room starts on its own."""
+        """The time of the next reconcile the room starts on its own."""
         return min(self._due, self._retry_at)
 
     @property
@@ -56,12 +56,12 @@ class DrainSchedule(ReconcileSchedule):
         return self._retry_at
 
     def retry_is_due(self, now: float) -> bool:
-        """True when the drain due now is the retry of a deferred message
+        """True when the reconcile due now is the retry of a deferred message
         (not the idle timer)."""
         return now >= self._retry_at
 
     def after(self, result: ReconcileOutcome, now: float) -> None:
-        """A drain ended with ``result`` (``RETRY`` also for a deferred message)."""
+        """A reconcile ended with ``result`` (``RETRY`` also for a deferred message)."""
         self.completed(result, now)
         if result is ReconcileOutcome.RETRY:
             self._retry_at = now + self._retry_delay

@@ -1,11 +1,11 @@
 """What one reconcile pass of a room concludes (sans-io).
 
-A pass drains ``GET /messages/next`` (the mailbox) one message at a time. The
+A pass reads ``GET /messages/next`` (the mailbox) one message at a time. The
 platform keeps answering ``/next`` with its oldest actionable message, so a
 message this process will never run again (own, completed, failed for good)
 would wedge the room: when ``/next`` offers such a message, or the same
 message twice in a row, the pass switches to listing the room's messages in
-order and steps past it. :class:`DrainPass` turns what happened to each
+order and steps past it. :class:`ReconcilePass` turns what happened to each
 message into that decision and into the pass's :class:`ReconcileOutcome`;
 the room's Trio shell does the REST calls and runs the turns.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import enum
 
-from band_trio.runtime.core.schedule import ReconcileOutcome
+from band_trio.runtime.core._schedule import ReconcileOutcome
 
-__all__ = ["DrainPass", "DrainStep", "MessageOutcome", "deferred_after"]
+__all__ = ["MessageOutcome", "ReconcilePass", "ReconcileStep", "deferred_after"]
 
 
 class MessageOutcome(enum.Enum):
@@ -32,7 +32,7 @@ class MessageOutcome(enum.Enum):
     """The room is stopped or shutting down: left for a later pass."""
 
 
-class DrainStep(enum.Enum):
+class ReconcileStep(enum.Enum):
     """What the pass does after a message from ``/next``."""
 
     CONTINUE = "continue"
@@ -41,7 +41,7 @@ class DrainStep(enum.Enum):
     """``/next`` is stuck on a message that will not run: list the room instead."""
 
 
-class DrainPass:
+class ReconcilePass:
     """The bookkeeping of one pass: did any turn run, which message came last.
 
     Use one object per pass. :meth:`is_repeat` before handling a ``/next``
@@ -64,22 +64,24 @@ class DrainPass:
         handled and is still there, so handling it again cannot help."""
         return message_id == self._last_id
 
-    def after_next(self, message_id: str, outcome: MessageOutcome) -> DrainStep | ReconcileOutcome:
+    def after_next(
+        self, message_id: str, outcome: MessageOutcome
+    ) -> ReconcileStep | ReconcileOutcome:
         """The decision after a ``/next`` message was handled (or was a repeat,
         reported as ``SKIPPED``).
 
         Returns:
-            A :class:`DrainStep`, or the pass's conclusion.
+            A :class:`ReconcileStep`, or the pass's conclusion.
         """
         self._last_id = message_id
         if outcome is MessageOutcome.SKIPPED:
-            return DrainStep.SCAN
+            return ReconcileStep.SCAN
         if outcome is MessageOutcome.RETRY:
             return ReconcileOutcome.RETRY
         if outcome is MessageOutcome.PAUSED:
             return ReconcileOutcome.STOPPED
         self._worked = True
-        return DrainStep.CONTINUE
+        return ReconcileStep.CONTINUE
 
     def after_listed(self, outcome: MessageOutcome) -> ReconcileOutcome | None:
         """The decision after a listed message was handled while scanning.

@@ -1,9 +1,9 @@
-"""Which rooms may run a bulk ``/next`` drain now (sans-io).
+"""Which rooms may run their bulk reconcile now (sans-io).
 
-At start-up and after a reconnect every room owes one drain of
+At start-up and after a reconnect every room owes one reconcile pass of
 ``GET /messages/next``. Running them all at once would put thousands of
 requests in flight; running them one by one would keep the last room waiting
-for all the others. This queue lets ``limit`` drains run at once and hands
+for all the others. This queue lets ``limit`` reconciles run at once and hands
 the free places to the rooms with the most recent activity first (ties in
 the order they asked), so the conversations that are alive are answered
 first after a reconnect.
@@ -18,14 +18,14 @@ import heapq
 
 from band_trio.errors import BandConfigError
 
-__all__ = ["DrainQueue"]
+__all__ = ["BulkReconcileQueue"]
 
 
-class DrainQueue:
-    """A bounded set of running drains and a priority queue of waiting ones.
+class BulkReconcileQueue:
+    """A bounded set of running reconciles and a priority queue of waiting ones.
 
     Args:
-        limit: drains that may run at once (at least 1).
+        limit: reconciles that may run at once (at least 1).
     """
 
     def __init__(self, limit: int) -> None:
@@ -39,7 +39,7 @@ class DrainQueue:
 
     @property
     def running(self) -> frozenset[str]:
-        """The rooms draining now."""
+        """The rooms reconciling now."""
         return frozenset(self._running)
 
     @property
@@ -65,7 +65,7 @@ class DrainQueue:
         return self._fill()
 
     def release(self, room_id: str) -> list[str]:
-        """``room_id`` finished its drain, or no longer wants one.
+        """``room_id`` finished its reconcile, or no longer wants one.
 
         Returns:
             The rooms granted the freed place (in grant order).

@@ -1,7 +1,7 @@
 """Whether a delivered or listed message runs as a turn (sans-io).
 
 A message reaches a room by the live push, by ``/next`` or by the listing a
-drain scans. Whichever path found it, the same decisions apply, in this
+reconcile pass scans. Whichever path found it, the same decisions apply, in this
 order, each from facts the room's Trio shell gathered:
 
 1. :func:`before_claim`: the agent's own message is never a turn; a stopped
@@ -26,7 +26,7 @@ import enum
 from collections.abc import Mapping
 from typing import Final
 
-from band_trio.runtime.core.claims import Attempt, RefusalReason
+from band_trio.runtime.core._claims import Attempt, RefusalReason
 
 __all__ = [
     "MAX_REPLY_LOOKUPS",

@@ -12,8 +12,8 @@ import trio
 
 from band_trio._logging import get_logger
 from band_trio.runtime.config import AgentConfig
-from band_trio.runtime.room.rest import RoomRest
-from band_trio.runtime.room.running_turn import RunningTurn
+from band_trio.runtime.room._rest import RoomRest
+from band_trio.runtime.room._running_turn import RunningTurn
 
 __all__ = ["ActivityReporter"]
 
