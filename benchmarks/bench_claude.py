@@ -39,6 +39,7 @@ Measured (benchmarks/README.md): 16.1 against 3.3 ms of CPU per turn over
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import platform as py_platform
@@ -122,8 +123,58 @@ async def run_sdk(stub_url: str, home: Path, rooms: int, turns: int) -> None:
         await client.disconnect()
 
 
-async def run_ours(stub_url: str, home: Path) -> None:
-    """band-trio with ClaudeAgentAdapter, serving until its input ends."""
+def plain_adapter() -> Any:
+    """A SimpleAdapter doing a Claude turn's Band work with no model or CLI:
+    the thought, tool_call, reply (through the tool), tool_result and usage
+    posts, through the same helpers the Claude adapter uses."""
+    from band_trio import AgentToolsProtocol, PlatformMessage, SimpleAdapter
+    from band_trio.adapter import (
+        Usage,
+        emit_usage,
+        post_thought,
+        post_tool_call,
+        post_tool_result,
+        run_tool_call,
+    )
+
+    class PlainAdapter(SimpleAdapter[Any]):
+        turns = 0
+
+        async def on_message(
+            self,
+            msg: PlatformMessage,
+            tools: AgentToolsProtocol,
+            history: Any,
+            participants_msg: str | None,
+            contacts_msg: str | None,
+            *,
+            is_session_bootstrap: bool,
+            room_id: str,
+        ) -> None:
+            self.turns += 1
+            call_id = f"toolu_{self.turns}"
+            args = {"content": "ok", "mentions": [f"@{msg.sender_handle}"]}
+            await post_thought(tools, "Reply.")
+            await post_tool_call(tools, "band_send_message", args, call_id)
+            output = await run_tool_call(
+                tools,
+                "band_send_message",
+                args,
+                "",
+                custom_tools=self.custom_tools,
+                post_events=False,
+            )
+            await post_tool_result(tools, "band_send_message", output.text, call_id)
+            await emit_usage(
+                tools, Usage.reported(input_tokens=10, output_tokens=5, cost_usd=0.001)
+            )
+
+    return PlainAdapter()
+
+
+async def run_ours(stub_url: str, home: Path, kind: str = "ours") -> None:
+    """band-trio with ClaudeAgentAdapter (or, for ``plain``, the same Band
+    work without Claude), serving until its input ends."""
     from band_trio_claude import ClaudeAgentAdapter, ClaudeAgentConfig
 
     import band_trio
@@ -137,8 +188,9 @@ async def run_ours(stub_url: str, home: Path) -> None:
         # would close and resume CLIs between turns).
         max_live_clients=int(os.environ["BENCH_ROOMS"]),
     )
+    adapter = plain_adapter() if kind == "plain" else ClaudeAgentAdapter(config)
     async with band_trio.open_agent(
-        adapter=ClaudeAgentAdapter(config),
+        adapter=adapter,
         agent_id=os.environ["BENCH_AGENT_ID"],
         api_key=os.environ["BENCH_API_KEY"],
         rest_url=os.environ["BENCH_REST_URL"],
@@ -265,7 +317,7 @@ async def bench_sdk(stub: Any, rooms: int, turns: int) -> dict[str, float]:
     }
 
 
-async def bench_ours(stub: Any, rooms: int, turns: int) -> dict[str, float]:
+async def bench_ours(stub: Any, rooms: int, turns: int, kind: str = "ours") -> dict[str, float]:
     from band_trio.local import HumanClient, open_local_platform
 
     home = Path(tempfile.mkdtemp(prefix="bench-claude-ours-"))
@@ -298,7 +350,7 @@ async def bench_ours(stub: Any, rooms: int, turns: int) -> dict[str, float]:
                 await human.add_participant(room["id"], creds.id)
                 room_ids.append(str(room["id"]))
             process = await spawn(
-                "ours",
+                kind,
                 [stub.url, str(home)],
                 {
                     "BENCH_AGENT_ID": creds.id,
@@ -359,14 +411,19 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await nursery.start(stub.serve)
         results["sdk"] = await bench_sdk(stub, args.rooms, args.turns)
         results["ours"] = await bench_ours(stub, args.rooms, args.turns)
+        results["plain"] = await bench_ours(stub, args.rooms, args.turns, "plain")
         nursery.cancel_scope.cancel()
-    sdk, ours = results["sdk"], results["ours"]
+    sdk, ours, plain = results["sdk"], results["ours"], results["plain"]
     turns = args.rooms * args.turns
     results["cpu_ms_per_turn"] = {
         "sdk": 1000 * sdk["cpu_s"] / turns,
         "ours": 1000 * ours["cpu_s"] / turns,
+        "runtime": 1000 * plain["cpu_s"] / turns,
+        "adapter": 1000 * (ours["cpu_s"] - plain["cpu_s"]) / turns,
     }
     results["cpu_ratio"] = ours["cpu_s"] / sdk["cpu_s"]
+    # The adapter's own share: ours less the runtime's Band work, against the SDK alone.
+    results["adapter_cpu_ratio"] = (ours["cpu_s"] - plain["cpu_s"]) / sdk["cpu_s"]
     results["agent_rss_per_live_room_mib"] = (ours["rss_live_mib"] - ours["rss_empty_mib"]) / (
         args.rooms
     )
@@ -381,15 +438,28 @@ def cli() -> None:
     parser.add_argument("--rooms", type=int, default=20)
     parser.add_argument("--turns", type=int, default=10, help="turns per room")
     parser.add_argument("--json", type=Path, help="write the results here too")
+    parser.add_argument(
+        "--profile",
+        help="cProfile each contender process (warm-up included) into PROFILE.<kind>.prof",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, stub_url, home, *rest = args.child
+        profile = os.environ.get("BENCH_PROFILE")
+        profiler = cProfile.Profile(time.process_time) if profile else None
+        if profiler is not None:
+            profiler.enable()
         if kind == "sdk":
             trio.run(run_sdk, stub_url, Path(home), int(rest[0]), int(rest[1]))
         else:
-            trio.run(run_ours, stub_url, Path(home))
+            trio.run(run_ours, stub_url, Path(home), kind)
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(f"{profile}.{kind}.prof")
         return
+    if args.profile:
+        os.environ["BENCH_PROFILE"] = str(Path(args.profile).resolve())
     results = trio.run(main, args)
     text = json.dumps(results, indent=2)
     print(text)
