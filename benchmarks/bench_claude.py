@@ -15,6 +15,13 @@ MCP tool, then one that ends the turn:
   which posts the reply. What a Band agent costs on top: the runtime, the
   platform I/O of each turn, the adapter.
 
+* ``plain``: the same band-trio agent and platform with a ``SimpleAdapter``
+  that does a Claude turn's Band work and nothing else (a ``thought``, the
+  ``tool_call``, the reply through ``band_send_message``, the ``tool_result``
+  and the usage ``task`` event, through the helpers the Claude adapter
+  uses), no model, no CLI. What the runtime costs any adapter doing that
+  work; ``ours`` less ``plain`` is the adapter's share (the SDK included).
+
 Each contender is a child process; the figure is the CPU time of that
 process alone (``/proc/<pid>/stat``: not the CLIs it starts, not the platform
 or the stub, which run in this process). The turns of all rooms run at once.
@@ -33,7 +40,21 @@ Usage::
 
 Measured (benchmarks/README.md): 16.1 against 3.3 ms of CPU per turn over
 1,000 turns (5.0x), 16.3 against 3.9 over 200 (4.2x); the agent holds about
-0.2 MiB per idle room with its CLI open, each CLI 205-250 MiB.
+0.2 MiB per idle room with its CLI open, each CLI 205-250 MiB. With the
+split (4 rooms x 10 turns, CI running meanwhile): sdk 6.0, ours 21.5, plain
+(the runtime's share) 7.0 ms per turn, so 3.6x in all and 2.4x for the
+adapter's share (ours less plain) against the SDK alone. A CPU profile
+(``--profile``, timed on process time) finds about 1 of the profiled 80 ms
+per turn in the adapter's own modules (nothing rebuilt per turn: the MCP
+server, schemas and options are built once per CLI, the system prompt once); the rest of its share is claude-agent-sdk's work
+(its per-call ``jsonschema.validate`` of the arguments against the larger
+Band schema, the CLI's messages parsed, its tasks scheduled) and runtime work
+``plain`` does not pay (more ``next_message`` polls while slower turns run).
+
+``--profile PREFIX`` writes ``PREFIX.<kind>.prof`` per contender (cProfile
+on process time, start-up and warm-up included)::
+
+    uv run python benchmarks/bench_claude.py --rooms 4 --turns 10 --profile /tmp/claude
 """
 
 from __future__ import annotations
