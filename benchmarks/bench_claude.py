@@ -41,15 +41,21 @@ Usage::
 Measured (benchmarks/README.md): 16.1 against 3.3 ms of CPU per turn over
 1,000 turns (5.0x), 16.3 against 3.9 over 200 (4.2x); the agent holds about
 0.2 MiB per idle room with its CLI open, each CLI 205-250 MiB. With the
-split (4 rooms x 10 turns, CI running meanwhile): sdk 6.0, ours 21.5, plain
-(the runtime's share) 7.0 ms per turn, so 3.6x in all and 2.4x for the
-adapter's share (ours less plain) against the SDK alone. A CPU profile
-(``--profile``, timed on process time) finds about 1 of the profiled 80 ms
-per turn in the adapter's own modules (nothing rebuilt per turn: the MCP
-server, schemas and options are built once per CLI, the system prompt once); the rest of its share is claude-agent-sdk's work
-(its per-call ``jsonschema.validate`` of the arguments against the larger
-Band schema, the CLI's messages parsed, its tasks scheduled) and runtime work
-``plain`` does not pay (more ``next_message`` polls while slower turns run).
+split (4 rooms x 10 turns, five runs while CI ran): sdk 4.5-6.0, ours
+14.0-21.5, plain (the runtime's share) 4.75-7.0 ms per turn: 3.1-3.8x in
+all, 2.0-2.7x for the adapter's share (ours less plain) against the SDK
+alone. A CPU profile (``--profile``, on process time) finds about 1 of the
+profiled 80 ms per turn in the adapter's own modules (nothing is rebuilt per
+turn: the MCP server, schemas and options once per CLI, the system prompt
+once); the SDK works harder than in its bare run (``jsonschema.validate``
+of each tool call checks the larger Band schema: 0.8 against 0.2 ms); the
+rest is spread thin (the kernel's share is under 1 ms per turn; garbage
+collection over the larger heap took about 0.1 s more in a 40-turn run).
+
+``--no-emit`` (no event posts, the reply and marks stay): ours 10.0-10.5
+against 4.0-4.5 ms, plain 2.25-2.5. 1.2x is not reachable: it leaves about
+0.9 ms per turn beyond the bare SDK, less than the runtime's least Band work
+per message.
 
 ``--profile PREFIX`` writes ``PREFIX.<kind>.prof`` per contender (cProfile
 on process time, start-up and warm-up included)::
@@ -144,7 +150,7 @@ async def run_sdk(stub_url: str, home: Path, rooms: int, turns: int) -> None:
         await client.disconnect()
 
 
-def plain_adapter() -> Any:
+def plain_adapter(emit: bool) -> Any:
     """A SimpleAdapter doing a Claude turn's Band work with no model or CLI:
     the thought, tool_call, reply (through the tool), tool_result and usage
     posts, through the same helpers the Claude adapter uses."""
@@ -175,8 +181,9 @@ def plain_adapter() -> Any:
             self.turns += 1
             call_id = f"toolu_{self.turns}"
             args = {"content": "ok", "mentions": [f"@{msg.sender_handle}"]}
-            await post_thought(tools, "Reply.")
-            await post_tool_call(tools, "band_send_message", args, call_id)
+            if emit:
+                await post_thought(tools, "Reply.")
+                await post_tool_call(tools, "band_send_message", args, call_id)
             output = await run_tool_call(
                 tools,
                 "band_send_message",
@@ -185,10 +192,11 @@ def plain_adapter() -> Any:
                 custom_tools=self.custom_tools,
                 post_events=False,
             )
-            await post_tool_result(tools, "band_send_message", output.text, call_id)
-            await emit_usage(
-                tools, Usage.reported(input_tokens=10, output_tokens=5, cost_usd=0.001)
-            )
+            if emit:
+                await post_tool_result(tools, "band_send_message", output.text, call_id)
+                await emit_usage(
+                    tools, Usage.reported(input_tokens=10, output_tokens=5, cost_usd=0.001)
+                )
 
     return PlainAdapter()
 
@@ -209,7 +217,13 @@ async def run_ours(stub_url: str, home: Path, kind: str = "ours") -> None:
         # would close and resume CLIs between turns).
         max_live_clients=int(os.environ["BENCH_ROOMS"]),
     )
-    adapter = plain_adapter() if kind == "plain" else ClaudeAgentAdapter(config)
+    # BENCH_EMIT=none: no thought, tool_call, tool_result or usage posts in either.
+    emit = os.environ.get("BENCH_EMIT") != "none"
+    adapter = (
+        plain_adapter(emit)
+        if kind == "plain"
+        else ClaudeAgentAdapter(config, emit=None if emit else [])
+    )
     async with band_trio.open_agent(
         adapter=adapter,
         agent_id=os.environ["BENCH_AGENT_ID"],
@@ -229,6 +243,12 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU of the process itself (not its children)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def sys_seconds(pid: int) -> float:
+    """The system (kernel) part of :func:`cpu_seconds`."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[12]) / _TICKS
 
 
 def rss_mib(pid: int) -> float:
@@ -315,12 +335,14 @@ async def bench_sdk(stub: Any, rooms: int, turns: int) -> dict[str, float]:
     assert process.stdin is not None
     assert process.stdout is not None
     before = cpu_seconds(process.pid)
+    sys_before = sys_seconds(process.pid)
     began = time.perf_counter()
     process.stdin.write("go\n")
     process.stdin.flush()
     line = await trio.to_thread.run_sync(process.stdout.readline)
     wall = time.perf_counter() - began
     cpu = cpu_seconds(process.pid) - before
+    kernel = sys_seconds(process.pid) - sys_before
     if line.strip() != "done":
         raise RuntimeError(f"the sdk contender failed: {line!r}")
     clis = children(process.pid)
@@ -333,6 +355,7 @@ async def bench_sdk(stub: Any, rooms: int, turns: int) -> dict[str, float]:
         "turns": rooms * turns,
         "wall_s": wall,
         "cpu_s": cpu,
+        "sys_s": kernel,
         "rss_live_mib": live_rss,
         "cli_rss_per_room_mib": cli_rss / rooms,
     }
@@ -392,6 +415,7 @@ async def bench_ours(stub: Any, rooms: int, turns: int, kind: str = "ours") -> d
                     while children(process.pid):  # noqa: ASYNC110 (as in wait_gone)
                         await trio.sleep(0.1)
                 before = cpu_seconds(process.pid)
+                sys_before = sys_seconds(process.pid)
                 empty_rss = rss_mib(process.pid)
                 began = time.perf_counter()
 
@@ -400,6 +424,7 @@ async def bench_ours(stub: Any, rooms: int, turns: int, kind: str = "ours") -> d
                         nursery.start_soon(drive, human, room_id, turns)
                 wall = time.perf_counter() - began
                 cpu = cpu_seconds(process.pid) - before
+                kernel = sys_seconds(process.pid) - sys_before
                 clis = children(process.pid)
                 live_rss = rss_mib(process.pid)
                 cli_rss = sum(rss_mib(p) for p in clis)
@@ -413,6 +438,7 @@ async def bench_ours(stub: Any, rooms: int, turns: int, kind: str = "ours") -> d
         "turns": rooms * turns,
         "wall_s": wall,
         "cpu_s": cpu,
+        "sys_s": kernel,
         "rss_empty_mib": empty_rss,
         "rss_live_mib": live_rss,
         "rss_closed_mib": closed_rss,
@@ -460,6 +486,11 @@ def cli() -> None:
     parser.add_argument("--turns", type=int, default=10, help="turns per room")
     parser.add_argument("--json", type=Path, help="write the results here too")
     parser.add_argument(
+        "--no-emit",
+        action="store_true",
+        help="the agents post no thought, tool_call, tool_result or usage events",
+    )
+    parser.add_argument(
         "--profile",
         help="cProfile each contender process (warm-up included) into PROFILE.<kind>.prof",
     )
@@ -479,6 +510,8 @@ def cli() -> None:
             profiler.disable()
             profiler.dump_stats(f"{profile}.{kind}.prof")
         return
+    if args.no_emit:
+        os.environ["BENCH_EMIT"] = "none"
     if args.profile:
         os.environ["BENCH_PROFILE"] = str(Path(args.profile).resolve())
     results = trio.run(main, args)
