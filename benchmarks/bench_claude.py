@@ -60,7 +60,7 @@ per message.
 ``--profile PREFIX`` writes ``PREFIX.<kind>.prof`` per contender (cProfile
 on process time, start-up and warm-up included)::
 
-    uv run python benchmarks/bench_claude.py --rooms 4 --turns 10 --profile /tmp/claude
+    uv run python benchmarks/bench_claude.py --rooms 4 --turns 10 --profile benchmarks/results/claude
 """
 
 from __future__ import annotations
