@@ -118,6 +118,9 @@ ADAPTER = {
     "run_tool_call", "system_line", "tool_exception_result",
     "INTERRUPTED_TOOL_RESULT", "HistoryRecord", "HistoryText", "HistoryToolCall",
     "HistoryToolResult", "read_history", "sender_label",
+    # settings of adapters
+    "FieldCheck", "PromptFields", "config_or_default", "flag", "instance_of", "one_of",
+    "optional", "optional_path", "positive_int", "seconds", "string_map", "text",
     # per-room child processes
     "Residents", "ResidentsStatistics", "kill_process_group",
 }  # fmt: skip

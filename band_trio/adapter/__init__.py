@@ -23,6 +23,12 @@ both the tools and the runtime build on.
   back); :func:`post_thought`; :func:`read_history` (a room's history as
   tool calls, results and text, other senders labelled by
   :func:`sender_label`: name and unique handle).
+* Settings: the field checks of :mod:`band_trio.adapter.config_checks`
+  (:func:`positive_int`, :func:`seconds`, :func:`text`, :func:`flag`,
+  :func:`one_of`, :func:`instance_of`, :func:`optional`; the converters
+  :func:`string_map` and :func:`optional_path`), :func:`config_or_default`
+  for a constructor's ``config`` and :class:`PromptFields` /
+  :meth:`PromptSettings.of` for the three prompt fields.
 * Per-room child processes: :class:`Residents` (which rooms hold one, which
   to close: idle, over the limit) and :func:`kill_process_group`.
 
@@ -31,6 +37,19 @@ for a given LLM framework live in their own distributions and build on it.
 """
 
 from band_trio.adapter.capabilities import Capability, ToolCategory, ToolEffect
+from band_trio.adapter.config_checks import (
+    FieldCheck,
+    config_or_default,
+    flag,
+    instance_of,
+    one_of,
+    optional,
+    optional_path,
+    positive_int,
+    seconds,
+    string_map,
+    text,
+)
 from band_trio.adapter.content import (
     EVENT_CONTENT_LIMIT,
     TRUNCATION_MARKER,
@@ -69,6 +88,7 @@ from band_trio.adapter.messages import (
 from band_trio.adapter.prompt import (
     CAPABILITY_SECTIONS,
     HISTORY_START,
+    PromptFields,
     PromptSettings,
     TurnLine,
     render_system_prompt,
@@ -142,6 +162,7 @@ __all__ = [
     "CustomToolSet",
     "Emit",
     "FailureReporter",
+    "FieldCheck",
     "FrameworkAdapter",
     "HistoryConverter",
     "HistoryItem",
@@ -156,6 +177,7 @@ __all__ = [
     "NamedHistoryConverter",
     "PlatformMessage",
     "Preprocessor",
+    "PromptFields",
     "PromptSettings",
     "ReportsStuckThreads",
     "Residents",
@@ -176,13 +198,20 @@ __all__ = [
     "TurnLine",
     "Usage",
     "available_handles",
+    "config_or_default",
     "emit_usage",
+    "flag",
     "image_blocks_placeholder",
+    "instance_of",
     "is_usage_event",
     "is_visible",
     "kill_process_group",
     "offered_neutral_tools",
     "offered_tool_schemas",
+    "one_of",
+    "optional",
+    "optional_path",
+    "positive_int",
     "post_thought",
     "post_tool_call",
     "post_tool_result",
@@ -193,8 +222,11 @@ __all__ = [
     "resolve_features",
     "resolve_mention",
     "run_tool_call",
+    "seconds",
     "sender_label",
+    "string_map",
     "system_line",
+    "text",
     "to_jsonable",
     "tool_call_content",
     "tool_exception_result",

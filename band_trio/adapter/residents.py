@@ -19,10 +19,11 @@ import os
 import signal
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import attrs
 
+from band_trio.adapter.config_checks import optional, positive_int, seconds
 from band_trio.errors import BandConfigError
 
 __all__ = ["Residents", "ResidentsStatistics", "kill_process_group"]
@@ -49,18 +50,6 @@ class ResidentsStatistics:
     closed_over_limit: int
 
 
-def _check_limit(_inst: object, _attr: object, value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise BandConfigError(f"limit must be a positive integer or None; got {value!r}")
-
-
-def _check_idle(_inst: object, _attr: object, value: Any) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
-    ):
-        raise BandConfigError(f"idle_timeout must be a positive number or None; got {value!r}")
-
-
 @attrs.define
 class _Entry(Generic[T]):
     value: T
@@ -84,8 +73,10 @@ class Residents(Generic[T]):
         BandConfigError: a limit or idle timeout that is not positive.
     """
 
-    limit: int | None = attrs.field(default=None, validator=_check_limit)
-    idle_timeout: float | None = attrs.field(default=None, validator=_check_idle)
+    limit: int | None = attrs.field(default=None, validator=optional(positive_int("limit")))
+    idle_timeout: float | None = attrs.field(
+        default=None, validator=optional(seconds("idle_timeout"))
+    )
     _entries: OrderedDict[str, _Entry[T]] = attrs.field(init=False, factory=OrderedDict)
     _opened: int = attrs.field(init=False, default=0)
     _closed_idle: int = attrs.field(init=False, default=0)

@@ -1,0 +1,192 @@
+"""Checks for the fields of an adapter's settings, shared by every adapter.
+
+Each check is an attrs validator named after what it accepts
+(``attrs.field(validator=positive_int("max_tokens"))``); a value it refuses
+raises :class:`~band_trio.BandConfigError` naming the field and what it must
+be: ``"max_tokens must be a positive integer; got 0"``. :func:`optional`
+lets None through as well (``"... or None; got ..."``). The converters
+:func:`string_map` and :func:`optional_path` normalise a value or refuse it
+the same way, and :func:`config_or_default` is the check an adapter's
+constructor makes of its ``config`` argument.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+from band_trio.errors import BandConfigError
+
+__all__ = [
+    "FieldCheck",
+    "config_or_default",
+    "flag",
+    "instance_of",
+    "one_of",
+    "optional",
+    "optional_path",
+    "positive_int",
+    "seconds",
+    "string_map",
+    "text",
+]
+
+C = TypeVar("C")
+
+
+def _shown(value: object) -> str:
+    # Plain values are shown as written; anything else by its type only (an
+    # object's repr may be long or hold a secret).
+    if value is None or isinstance(value, bool | int | float | str):
+        return repr(value)
+    return type(value).__name__
+
+
+def _a(type_name: str) -> str:
+    return f"an {type_name}" if type_name[:1].upper() in tuple("AEIOU") else f"a {type_name}"
+
+
+@attrs.frozen
+class FieldCheck:
+    """An attrs validator for one settings field (immutable).
+
+    Attributes:
+        name: the field, as the error names it.
+        expected: what the field must be, completing "<name> must be ...".
+        accepts: True for a value the field takes.
+    """
+
+    name: str
+    expected: str
+    accepts: Callable[[object], bool] = attrs.field(eq=False, repr=False)
+
+    def __call__(self, _instance: Any, _attribute: Any, value: Any) -> None:
+        """Check ``value`` (the attrs validator signature).
+
+        Raises:
+            BandConfigError: ``"<name> must be <expected>; got <value>"``.
+        """
+        self.check(value)
+
+    def check(self, value: object) -> None:
+        """Check ``value`` outside attrs (in ``__attrs_post_init__``, say).
+
+        Raises:
+            BandConfigError: ``"<name> must be <expected>; got <value>"``.
+        """
+        if not self.accepts(value):
+            raise BandConfigError(f"{self.name} must be {self.expected}; got {_shown(value)}")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def positive_int(name: str) -> FieldCheck:
+    """An integer of at least 1 (not a bool): ``"a positive integer"``."""
+    return FieldCheck(
+        name,
+        "a positive integer",
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+    )
+
+
+def seconds(name: str, *, zero: bool = False) -> FieldCheck:
+    """A finite duration in seconds (an int or a float, not a bool): above
+    zero, or at least zero when ``zero`` is True."""
+    if zero:
+        return FieldCheck(
+            name,
+            "a non-negative, finite number of seconds",
+            lambda v: _is_number(v) and 0 <= v < math.inf,  # type: ignore[operator]
+        )
+    return FieldCheck(
+        name,
+        "a positive, finite number of seconds",
+        lambda v: _is_number(v) and 0 < v < math.inf,  # type: ignore[operator]
+    )
+
+
+def text(name: str, *, blank: bool = True) -> FieldCheck:
+    """A string; one with more than white space when ``blank`` is False."""
+    if blank:
+        return FieldCheck(name, "a string", lambda v: isinstance(v, str))
+    return FieldCheck(name, "a non-empty string", lambda v: isinstance(v, str) and bool(v.strip()))
+
+
+def flag(name: str) -> FieldCheck:
+    """A bool: ``"True or False"``."""
+    return FieldCheck(name, "True or False", lambda v: isinstance(v, bool))
+
+
+def one_of(name: str, allowed: Collection[str]) -> FieldCheck:
+    """One of ``allowed`` (listed sorted in the error)."""
+    choices = frozenset(allowed)
+    return FieldCheck(name, f"one of {sorted(choices)}", lambda v: v in choices)
+
+
+def instance_of(name: str, cls: type) -> FieldCheck:
+    """An instance of ``cls``: ``"a <ClassName>"``."""
+    return FieldCheck(name, _a(cls.__name__), lambda v: isinstance(v, cls))
+
+
+def optional(check: FieldCheck) -> FieldCheck:
+    """``check``, or None: ``"<expected> or None"``."""
+    return FieldCheck(
+        check.name, f"{check.expected} or None", lambda v: v is None or check.accepts(v)
+    )
+
+
+def string_map(name: str) -> Callable[[Any], dict[str, str]]:
+    """An attrs converter: a mapping of strings to strings, copied to a dict.
+
+    The converter raises :class:`~band_trio.BandConfigError`
+    (``"<name> must map strings to strings"``) for anything else.
+    """
+
+    def convert(value: Any) -> dict[str, str]:
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise BandConfigError(f"{name} must map strings to strings")
+        return dict(value)
+
+    return convert
+
+
+def optional_path(name: str) -> Callable[[Any], Path | None]:
+    """An attrs converter: a ``str`` or :class:`~pathlib.Path` made a
+    ``Path``; None stays None.
+
+    The converter raises :class:`~band_trio.BandConfigError`
+    (``"<name> must be a path or None; got <type>"``) for anything else.
+    """
+
+    def convert(value: Any) -> Path | None:
+        if value is None:
+            return None
+        if not isinstance(value, str | Path):
+            raise BandConfigError(f"{name} must be a path or None; got {type(value).__name__}")
+        return Path(value)
+
+    return convert
+
+
+def config_or_default(config: object, config_type: type[C]) -> C:
+    """An adapter constructor's ``config`` argument: ``config_type()`` for
+    None, else ``config`` itself when it is a ``config_type``.
+
+    Raises:
+        BandConfigError: ``"config must be a <ConfigType>; got <type>"``.
+    """
+    if config is None:
+        return config_type()
+    if not isinstance(config, config_type):
+        raise BandConfigError(
+            f"config must be {_a(config_type.__name__)}; got {type(config).__name__}"
+        )
+    return config
