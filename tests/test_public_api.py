@@ -120,7 +120,7 @@ ADAPTER = {
     "HistoryToolResult", "read_history", "sender_label",
     # settings of adapters
     "FieldCheck", "PromptFields", "config_or_default", "flag", "instance_of", "one_of",
-    "optional", "optional_path", "positive_int", "seconds", "string_map", "text",
+    "optional", "as_dict", "as_path", "positive_int", "seconds", "string_map", "text",
     # per-room child processes
     "Residents", "ResidentsStatistics", "kill_process_group",
 }  # fmt: skip

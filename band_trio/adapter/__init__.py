@@ -25,8 +25,8 @@ both the tools and the runtime build on.
   :func:`sender_label`: name and unique handle).
 * Settings: the field checks of :mod:`band_trio.adapter.config_checks`
   (:func:`positive_int`, :func:`seconds`, :func:`text`, :func:`flag`,
-  :func:`one_of`, :func:`instance_of`, :func:`optional`; the converters
-  :func:`string_map` and :func:`optional_path`), :func:`config_or_default`
+  :func:`one_of`, :func:`instance_of`, :func:`string_map`, :func:`optional`;
+  the converters :func:`as_path` and :func:`as_dict`), :func:`config_or_default`
   for a constructor's ``config`` and :class:`PromptFields` /
   :meth:`PromptSettings.of` for the three prompt fields.
 * Per-room child processes: :class:`Residents` (which rooms hold one, which
@@ -39,12 +39,13 @@ for a given LLM framework live in their own distributions and build on it.
 from band_trio.adapter.capabilities import Capability, ToolCategory, ToolEffect
 from band_trio.adapter.config_checks import (
     FieldCheck,
+    as_dict,
+    as_path,
     config_or_default,
     flag,
     instance_of,
     one_of,
     optional,
-    optional_path,
     positive_int,
     seconds,
     string_map,
@@ -197,6 +198,8 @@ __all__ = [
     "TurnJudging",
     "TurnLine",
     "Usage",
+    "as_dict",
+    "as_path",
     "available_handles",
     "config_or_default",
     "emit_usage",
@@ -210,7 +213,6 @@ __all__ = [
     "offered_tool_schemas",
     "one_of",
     "optional",
-    "optional_path",
     "positive_int",
     "post_thought",
     "post_tool_call",

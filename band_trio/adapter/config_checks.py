@@ -5,9 +5,9 @@ Each check is an attrs validator named after what it accepts
 raises :class:`~band_trio.BandConfigError` naming the field and what it must
 be: ``"max_tokens must be a positive integer; got 0"``. :func:`optional`
 lets None through as well (``"... or None; got ..."``). The converters
-:func:`string_map` and :func:`optional_path` normalise a value or refuse it
-the same way, and :func:`config_or_default` is the check an adapter's
-constructor makes of its ``config`` argument.
+:func:`as_path` and :func:`as_dict` normalise what they can and leave the
+rest to the field's check, and :func:`config_or_default` is the check an
+adapter's constructor makes of its ``config`` argument.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from band_trio.errors import BandConfigError
 
 __all__ = [
     "FieldCheck",
+    "as_dict",
+    "as_path",
     "config_or_default",
     "flag",
     "instance_of",
     "one_of",
     "optional",
-    "optional_path",
     "positive_int",
     "seconds",
     "string_map",
@@ -141,39 +142,29 @@ def optional(check: FieldCheck) -> FieldCheck:
     )
 
 
-def string_map(name: str) -> Callable[[Any], dict[str, str]]:
-    """An attrs converter: a mapping of strings to strings, copied to a dict.
-
-    The converter raises :class:`~band_trio.BandConfigError`
-    (``"<name> must map strings to strings"``) for anything else.
-    """
-
-    def convert(value: Any) -> dict[str, str]:
-        if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise BandConfigError(f"{name} must map strings to strings")
-        return dict(value)
-
-    return convert
+def string_map(name: str) -> FieldCheck:
+    """A mapping of strings to strings (with :func:`as_dict` as the
+    field's converter, a dict the config owns)."""
+    return FieldCheck(
+        name,
+        "a mapping of strings to strings",
+        lambda v: isinstance(v, Mapping)
+        and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
+    )
 
 
-def optional_path(name: str) -> Callable[[Any], Path | None]:
-    """An attrs converter: a ``str`` or :class:`~pathlib.Path` made a
-    ``Path``; None stays None.
+def as_dict(value: Any) -> Any:
+    """An attrs converter: a copy of a mapping as a dict (the caller's
+    mapping can change later without changing the config); anything else as
+    it is, for the field's validator to refuse."""
+    return dict(value) if isinstance(value, Mapping) else value
 
-    The converter raises :class:`~band_trio.BandConfigError`
-    (``"<name> must be a path or None; got <type>"``) for anything else.
-    """
 
-    def convert(value: Any) -> Path | None:
-        if value is None:
-            return None
-        if not isinstance(value, str | Path):
-            raise BandConfigError(f"{name} must be a path or None; got {type(value).__name__}")
-        return Path(value)
-
-    return convert
+def as_path(value: Any) -> Any:
+    """An attrs converter: a string as a :class:`~pathlib.Path`; anything
+    else as it is, for the field's validator
+    (``optional(instance_of("cwd", Path))``) to judge."""
+    return Path(value) if isinstance(value, str) else value
 
 
 def config_or_default(config: object, config_type: type[C]) -> C:

@@ -62,7 +62,11 @@ from band_trio.adapter import (
     ToolCategory,
     ToolSchema,
     Usage,
+    instance_of,
+    optional,
+    positive_int,
     render_turn_lines,
+    seconds,
 )
 from band_trio_pydantic_ai.converter import (
     DEFAULT_HISTORY_BUDGET,
@@ -104,38 +108,6 @@ class TurnTimeoutError(BandError, TimeoutError):
     """A turn ran past ``PydanticAIAdapterConfig.turn_timeout``; the run was cancelled."""
 
 
-def _positive_int(name: str, *, optional: bool = False) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None and optional:
-            return
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise BandConfigError(f"{name} must be a positive integer; got {value!r}")
-
-    return check
-
-
-def _seconds(name: str, *, optional: bool = False, positive: bool = True) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None and optional:
-            return
-        ok = (
-            not isinstance(value, bool)
-            and isinstance(value, int | float)
-            and math.isfinite(value)
-            and (value > 0 if positive else value >= 0)
-        )
-        if not ok:
-            what = "> 0" if positive else ">= 0"
-            raise BandConfigError(f"{name} must be a finite number {what}; got {value!r}")
-
-    return check
-
-
-def _budget(_inst: object, _attr: object, value: object) -> None:
-    if not isinstance(value, HistoryBudget):
-        raise BandConfigError(f"history_budget must be a HistoryBudget; got {type(value).__name__}")
-
-
 @attrs.frozen(kw_only=True)
 class PydanticAIAdapterConfig:
     """Settings of a :class:`PydanticAIAdapter` (immutable).
@@ -160,17 +132,19 @@ class PydanticAIAdapterConfig:
     """
 
     turn_timeout: float | None = attrs.field(
-        default=DEFAULT_TURN_TIMEOUT, validator=_seconds("turn_timeout", optional=True)
+        default=DEFAULT_TURN_TIMEOUT, validator=optional(seconds("turn_timeout"))
     )
     request_limit: int = attrs.field(
-        default=DEFAULT_REQUEST_LIMIT, validator=_positive_int("request_limit")
+        default=DEFAULT_REQUEST_LIMIT, validator=positive_int("request_limit")
     )
     tool_retries: int | None = attrs.field(
-        default=DEFAULT_TOOL_RETRIES, validator=_positive_int("tool_retries", optional=True)
+        default=DEFAULT_TOOL_RETRIES, validator=optional(positive_int("tool_retries"))
     )
-    history_budget: HistoryBudget = attrs.field(default=DEFAULT_HISTORY_BUDGET, validator=_budget)
+    history_budget: HistoryBudget = attrs.field(
+        default=DEFAULT_HISTORY_BUDGET, validator=instance_of("history_budget", HistoryBudget)
+    )
     cancel_grace: float = attrs.field(
-        default=DEFAULT_CANCEL_GRACE, validator=_seconds("cancel_grace", positive=False)
+        default=DEFAULT_CANCEL_GRACE, validator=seconds("cancel_grace", zero=True)
     )
 
 
