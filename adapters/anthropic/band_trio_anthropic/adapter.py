@@ -42,6 +42,7 @@ from band_trio.adapter import (
     PromptSettings,
     ToolCategory,
     Usage,
+    config_or_default,
     flag,
     instance_of,
     optional,
@@ -310,12 +311,7 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         exclude_tools: Iterable[str] | str | None = None,
         include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
     ) -> None:
-        if config is None:
-            config = AnthropicAdapterConfig()
-        elif not isinstance(config, AnthropicAdapterConfig):
-            raise BandConfigError(
-                f"config must be an AnthropicAdapterConfig; got {type(config).__name__}"
-            )
+        config = config_or_default(config, AnthropicAdapterConfig)
         super().__init__(
             history_converter=history_converter or AnthropicHistoryConverter(),
             # Thoughts are shown only when asked for: the reference's default.

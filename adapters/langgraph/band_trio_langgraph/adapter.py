@@ -58,6 +58,7 @@ from band_trio.adapter import (
     PromptSettings,
     ToolCategory,
     Usage,
+    config_or_default,
     flag,
     optional,
     positive_int,
@@ -321,12 +322,7 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         exclude_tools: Iterable[str] | str | None = None,
         include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
     ) -> None:
-        if config is None:
-            config = LangGraphAdapterConfig()
-        elif not isinstance(config, LangGraphAdapterConfig):
-            raise BandConfigError(
-                f"config must be a LangGraphAdapterConfig; got {type(config).__name__}"
-            )
+        config = config_or_default(config, LangGraphAdapterConfig)
         given = [
             n
             for n, v in (("model", model), ("graph_factory", graph_factory), ("graph", graph))

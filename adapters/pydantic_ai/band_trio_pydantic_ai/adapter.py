@@ -62,6 +62,7 @@ from band_trio.adapter import (
     ToolCategory,
     ToolSchema,
     Usage,
+    config_or_default,
     instance_of,
     optional,
     positive_int,
@@ -270,12 +271,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         exclude_tools: Iterable[str] | str | None = None,
         include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
     ) -> None:
-        if config is None:
-            config = PydanticAIAdapterConfig()
-        elif not isinstance(config, PydanticAIAdapterConfig):
-            raise BandConfigError(
-                f"config must be a PydanticAIAdapterConfig; got {type(config).__name__}"
-            )
+        config = config_or_default(config, PydanticAIAdapterConfig)
         if (agent is None) == (model is None):
             raise BandConfigError("give exactly one of agent and model")
         if agent is not None and not isinstance(agent, Agent):
