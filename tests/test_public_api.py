@@ -119,10 +119,11 @@ ADAPTER = {
     "INTERRUPTED_TOOL_RESULT", "HistoryRecord", "HistoryText", "HistoryToolCall",
     "HistoryToolResult", "read_history", "sender_label",
     # settings of adapters
-    "FieldCheck", "PromptFields", "config_or_default", "flag", "instance_of", "one_of",
+    "FieldCheck", "PromptFields", "check_tool_names", "config_or_default", "flag", "function",
+    "instance_of", "one_of",
     "optional", "as_dict", "as_path", "positive_int", "seconds", "string_map", "text",
     # per-room child processes
-    "Residents", "ResidentsStatistics", "kill_process_group",
+    "Residents", "ResidentsStatistics", "kill_process_group", "room_workdir",
 }  # fmt: skip
 
 

@@ -25,12 +25,14 @@ both the tools and the runtime build on.
   :func:`sender_label`: name and unique handle).
 * Settings: the field checks of :mod:`band_trio.adapter.config_checks`
   (:func:`positive_int`, :func:`seconds`, :func:`text`, :func:`flag`,
-  :func:`one_of`, :func:`instance_of`, :func:`string_map`, :func:`optional`;
-  the converters :func:`as_path` and :func:`as_dict`), :func:`config_or_default`
-  for a constructor's ``config`` and :class:`PromptFields` /
-  :meth:`PromptSettings.of` for the three prompt fields.
+  :func:`one_of`, :func:`instance_of`, :func:`string_map`, :func:`function`,
+  :func:`optional`; the converters :func:`as_path` and :func:`as_dict`);
+  :func:`config_or_default` and :func:`check_tool_names` for a constructor's
+  ``config`` and tools; :class:`PromptFields` / :meth:`PromptSettings.of` for
+  the three prompt fields.
 * Per-room child processes: :class:`Residents` (which rooms hold one, which
-  to close: idle, over the limit) and :func:`kill_process_group`.
+  to close: idle, over the limit), :func:`kill_process_group` and
+  :func:`room_workdir`.
 
 This layer sits below the tools and the runtime and imports neither; adapters
 for a given LLM framework live in their own distributions and build on it.
@@ -41,8 +43,10 @@ from band_trio.adapter.config_checks import (
     FieldCheck,
     as_dict,
     as_path,
+    check_tool_names,
     config_or_default,
     flag,
+    function,
     instance_of,
     one_of,
     optional,
@@ -105,7 +109,12 @@ from band_trio.adapter.protocols import (
     ReportsStuckThreads,
     TurnJudging,
 )
-from band_trio.adapter.residents import Residents, ResidentsStatistics, kill_process_group
+from band_trio.adapter.residents import (
+    Residents,
+    ResidentsStatistics,
+    kill_process_group,
+    room_workdir,
+)
 from band_trio.adapter.roster import Roster, available_handles, resolve_mention
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_events import (
@@ -201,9 +210,11 @@ __all__ = [
     "as_dict",
     "as_path",
     "available_handles",
+    "check_tool_names",
     "config_or_default",
     "emit_usage",
     "flag",
+    "function",
     "image_blocks_placeholder",
     "instance_of",
     "is_usage_event",
@@ -223,6 +234,7 @@ __all__ = [
     "report_failure",
     "resolve_features",
     "resolve_mention",
+    "room_workdir",
     "run_tool_call",
     "seconds",
     "sender_label",

@@ -6,14 +6,15 @@ raises :class:`~band_trio.BandConfigError` naming the field and what it must
 be: ``"max_tokens must be a positive integer; got 0"``. :func:`optional`
 lets None through as well (``"... or None; got ..."``). The converters
 :func:`as_path` and :func:`as_dict` normalise what they can and leave the
-rest to the field's check, and :func:`config_or_default` is the check an
-adapter's constructor makes of its ``config`` argument.
+rest to the field's check; :func:`config_or_default` and
+:func:`check_tool_names` are the checks an adapter's constructor makes of its
+``config`` and of the tools it is given.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,8 +26,10 @@ __all__ = [
     "FieldCheck",
     "as_dict",
     "as_path",
+    "check_tool_names",
     "config_or_default",
     "flag",
+    "function",
     "instance_of",
     "one_of",
     "optional",
@@ -135,6 +138,12 @@ def instance_of(name: str, cls: type) -> FieldCheck:
     return FieldCheck(name, _a(cls.__name__), lambda v: isinstance(v, cls))
 
 
+def function(name: str, *, of: str) -> FieldCheck:
+    """A callable: ``"a function of <of>"`` (``function("workspace_for_room",
+    of="the room id")``)."""
+    return FieldCheck(name, f"a function of {of}", callable)
+
+
 def optional(check: FieldCheck) -> FieldCheck:
     """``check``, or None: ``"<expected> or None"``."""
     return FieldCheck(
@@ -148,8 +157,10 @@ def string_map(name: str) -> FieldCheck:
     return FieldCheck(
         name,
         "a mapping of strings to strings",
-        lambda v: isinstance(v, Mapping)
-        and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
+        lambda v: (
+            isinstance(v, Mapping)
+            and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())
+        ),
     )
 
 
@@ -165,6 +176,22 @@ def as_path(value: Any) -> Any:
     else as it is, for the field's validator
     (``optional(instance_of("cwd", Path))``) to judge."""
     return Path(value) if isinstance(value, str) else value
+
+
+def check_tool_names(names: Sequence[str]) -> None:
+    """Check the names of the tools an adapter is given besides the Band
+    tools (plain framework tools and custom tools together): none starts
+    with ``band_`` and none is given twice.
+
+    Raises:
+        BandConfigError: ``"tool name(s) <names> clash with a Band tool or
+            with each other"``.
+    """
+    clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
+    if clashes:
+        raise BandConfigError(
+            f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
+        )
 
 
 def config_or_default(config: object, config_type: type[C]) -> C:

@@ -1,6 +1,7 @@
 """Which rooms hold a costly resource of their own (a child process per room),
 and which of them to close: :class:`Residents`, plus
-:func:`kill_process_group`, the last of the bounded steps that end a child.
+:func:`kill_process_group`, the last of the bounded steps that end a child,
+and :func:`room_workdir`, where a room's child runs.
 
 An adapter whose framework lives in a child process (the ``claude`` CLI, a
 ``codex app-server``) keeps one per room, opened on the room's first turn and
@@ -18,7 +19,8 @@ import errno
 import os
 import signal
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Generic, TypeVar
 
 import attrs
@@ -26,7 +28,7 @@ import attrs
 from band_trio.adapter.config_checks import optional, positive_int, seconds
 from band_trio.errors import BandConfigError
 
-__all__ = ["Residents", "ResidentsStatistics", "kill_process_group"]
+__all__ = ["Residents", "ResidentsStatistics", "kill_process_group", "room_workdir"]
 
 T = TypeVar("T")
 
@@ -218,3 +220,28 @@ def kill_process_group(pid: int) -> bool:
             return False
         raise
     return True
+
+
+def room_workdir(
+    room_id: str,
+    *,
+    cwd: Path | None,
+    workspace_for_room: Callable[[str], str | Path] | None,
+) -> Path | None:
+    """The working directory of ``room_id``'s child process.
+
+    Args:
+        room_id: the room.
+        cwd: one directory for every room (None: the agent's own).
+        workspace_for_room: a directory per room, from the room id; it wins
+            over ``cwd`` (an adapter's settings accept only one of the two).
+
+    Returns:
+        ``workspace_for_room(room_id)`` as a :class:`~pathlib.Path`, created
+        when missing, when given; else ``cwd``.
+    """
+    if workspace_for_room is not None:
+        path = Path(workspace_for_room(room_id))
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return cwd

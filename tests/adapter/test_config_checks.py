@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from band_trio import BandConfigError
 from band_trio.adapter import (
     FieldCheck,
+    PromptSettings,
     as_dict,
     as_path,
-    PromptSettings,
+    check_tool_names,
     config_or_default,
     flag,
+    function,
     instance_of,
     one_of,
     optional,
@@ -211,3 +213,33 @@ def test_config_or_default() -> None:
     with pytest.raises(BandConfigError) as raised:
         config_or_default({"limit": 7}, Settings)
     assert str(raised.value) == "config must be a Settings; got dict"
+
+
+@given(st.lists(st.from_regex(r"[a-z]{1,3}(_[a-z]{1,3})?", fullmatch=True), max_size=6))
+def test_tool_names_may_not_repeat_or_take_the_band_prefix(tool_names: list[str]) -> None:
+    clashes = sorted({n for n in tool_names if tool_names.count(n) > 1 or n.startswith("band_")})
+    if not clashes:
+        check_tool_names(tool_names)
+        return
+    with pytest.raises(BandConfigError) as raised:
+        check_tool_names(tool_names)
+    assert str(raised.value) == (
+        f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
+    )
+
+
+def test_tool_names_clash_examples() -> None:
+    check_tool_names(["echo", "shout"])
+    with pytest.raises(BandConfigError, match=r"tool name\(s\) band_send_message clash"):
+        check_tool_names(["band_send_message"])
+    with pytest.raises(BandConfigError, match=r"tool name\(s\) twin clash"):
+        check_tool_names(["twin", "echo", "twin"])
+
+
+def test_function_takes_callables() -> None:
+    check = optional(function("workspace_for_room", of="the room id"))
+    check(None, None, None)
+    check(None, None, str)
+    assert refused(check, "/tmp") == (
+        "workspace_for_room must be a function of the room id or None; got '/tmp'"
+    )

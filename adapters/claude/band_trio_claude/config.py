@@ -13,10 +13,12 @@ from band_trio.adapter import (
     as_dict,
     as_path,
     flag,
+    function,
     instance_of,
     one_of,
     optional,
     positive_int,
+    room_workdir,
     seconds,
     string_map,
     text,
@@ -137,7 +139,9 @@ class ClaudeAgentConfig:
         converter=as_path,
         validator=optional(instance_of("cwd", Path)),
     )
-    workspace_for_room: Callable[[str], str | Path] | None = None
+    workspace_for_room: Callable[[str], str | Path] | None = attrs.field(
+        default=None, validator=optional(function("workspace_for_room", of="the room id"))
+    )
     cli_path: Path | None = attrs.field(
         default=None,
         converter=as_path,
@@ -171,13 +175,7 @@ class ClaudeAgentConfig:
     def __attrs_post_init__(self) -> None:
         if self.cwd is not None and self.workspace_for_room is not None:
             raise BandConfigError("set either cwd or workspace_for_room, not both")
-        if self.workspace_for_room is not None and not callable(self.workspace_for_room):
-            raise BandConfigError("workspace_for_room must be a function of the room id")
 
     def workdir(self, room_id: str) -> Path | None:
         """The working directory of ``room_id``'s CLI (created when missing), or None."""
-        if self.workspace_for_room is not None:
-            path = Path(self.workspace_for_room(room_id))
-            path.mkdir(parents=True, exist_ok=True)
-            return path
-        return self.cwd
+        return room_workdir(room_id, cwd=self.cwd, workspace_for_room=self.workspace_for_room)

@@ -14,10 +14,12 @@ from band_trio.adapter import (
     as_dict,
     as_path,
     flag,
+    function,
     instance_of,
     one_of,
     optional,
     positive_int,
+    room_workdir,
     seconds,
     string_map,
     text,
@@ -123,14 +125,12 @@ class ApprovalSettings:
     """
 
     approvers: frozenset[str] = attrs.field(factory=frozenset, converter=_participants)
-    owner_approves: bool = True
+    owner_approves: bool = attrs.field(default=True, validator=flag("owner_approves"))
     approval_timeout: float | None = attrs.field(
         default=None, validator=optional(seconds("approval_timeout"))
     )
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.owner_approves, bool):
-            raise BandConfigError("owner_approves must be a bool")
         if not self.owner_approves and not self.approvers:
             raise BandConfigError("approvals need the owner or at least one named approver")
 
@@ -210,14 +210,18 @@ class CodexConfig:
         converter=as_path,
         validator=optional(instance_of("cwd", Path)),
     )
-    workspace_for_room: Callable[[str], str | Path] | None = None
+    workspace_for_room: Callable[[str], str | Path] | None = attrs.field(
+        default=None, validator=optional(function("workspace_for_room", of="the room id"))
+    )
     approval_policy: str = attrs.field(
         default="never", validator=one_of("approval_policy", APPROVAL_POLICIES)
     )
     sandbox: str | None = attrs.field(
         default=None, validator=optional(one_of("sandbox", SANDBOX_MODES))
     )
-    approvals: ApprovalSettings | None = None
+    approvals: ApprovalSettings | None = attrs.field(
+        default=None, validator=optional(instance_of("approvals", ApprovalSettings))
+    )
     turn_timeout: float = attrs.field(
         default=DEFAULT_TURN_TIMEOUT, validator=seconds("turn_timeout")
     )
@@ -249,12 +253,6 @@ class CodexConfig:
     def __attrs_post_init__(self) -> None:
         if self.cwd is not None and self.workspace_for_room is not None:
             raise BandConfigError("set either cwd or workspace_for_room, not both")
-        if self.workspace_for_room is not None and not callable(self.workspace_for_room):
-            raise BandConfigError("workspace_for_room must be a function of the room id")
-        if self.approvals is not None and not isinstance(self.approvals, ApprovalSettings):
-            raise BandConfigError(
-                f"approvals must be an ApprovalSettings; got {type(self.approvals).__name__}"
-            )
         if self.approval_policy != "never" and self.approvals is None:
             raise BandConfigError(
                 f"approval_policy {self.approval_policy!r} needs approvals=ApprovalSettings(...) "
@@ -282,8 +280,4 @@ class CodexConfig:
 
     def workdir(self, room_id: str) -> Path | None:
         """The working directory of ``room_id``'s app-server (created when missing), or None."""
-        if self.workspace_for_room is not None:
-            path = Path(self.workspace_for_room(room_id))
-            path.mkdir(parents=True, exist_ok=True)
-            return path
-        return self.cwd
+        return room_workdir(room_id, cwd=self.cwd, workspace_for_room=self.workspace_for_room)

@@ -58,6 +58,7 @@ from band_trio.adapter import (
     PromptSettings,
     ToolCategory,
     Usage,
+    check_tool_names,
     config_or_default,
     flag,
     optional,
@@ -349,11 +350,7 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
                 raise BandConfigError(f"tools must be LangChain tools; got {type(tool).__name__}")
         custom = [] if custom_tools is None else custom_tools.definitions()
         names = [t.name for t in plain] + [d.name for d in custom]
-        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
-        if clashes:
-            raise BandConfigError(
-                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
-            )
+        check_tool_names(names)
         self.config = config
         self.model = model
         self.graph_factory = graph_factory

@@ -62,6 +62,7 @@ from band_trio.adapter import (
     ToolCategory,
     ToolSchema,
     Usage,
+    check_tool_names,
     config_or_default,
     instance_of,
     optional,
@@ -301,11 +302,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         names = list(plain.tools)
         if self.custom_tools is not None:
             names += [d.name for d in self.custom_tools.definitions()]
-        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
-        if clashes:
-            raise BandConfigError(
-                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
-            )
+        check_tool_names(names)
         self.config = config
         self.agent: Agent[Any, Any] = agent if agent is not None else Agent(model)
         self._plain_toolset = plain if plain.tools else None
