@@ -399,11 +399,8 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
     async def _answer_from(
         self, tools: AgentToolsProtocol, ident: str, approvers: Mapping[str, str]
     ) -> tuple[str, str] | None:
-        read = getattr(tools, "unprocessed_messages", None)
-        if read is None:
-            return None  # these tools cannot read the room: the wait times out
         try:
-            messages = await read()
+            messages = await tools.unprocessed_messages()
         except BandError as exc:
             logger.warning("room %s: could not read approval replies: %r", tools.room_id, exc)
             return None
