@@ -13,7 +13,7 @@ Example::
 
     async with agent_in_rooms(platform, adapter, people=[("Sam", "sam-a")]) as (room,):
         posted = await room.post("hello", by="sam-a")
-        await platform.wait_for(lambda: room.is_settled(posted))
+        assert await room.settled(posted) == "processed"
 """
 
 from __future__ import annotations
@@ -83,6 +83,13 @@ class AgentRoom:
     def is_settled(self, message_id: str) -> bool:
         """The agent processed the message, or failed it for good."""
         return self.status(message_id) in ("processed", "failed")
+
+    async def settled(self, message_id: str) -> str:
+        """Wait until the agent settled the message (:meth:`is_settled`); its
+        delivery status, ``"processed"`` or ``"failed"``. Put a deadline
+        around it."""
+        await self.platform.wait_for(lambda: self.is_settled(message_id))
+        return str(self.status(message_id))
 
     def mentioned_ids(self, message: Any) -> list[str]:
         """The ids a stored message mentions, as the platform recorded them."""
