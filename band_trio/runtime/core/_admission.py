@@ -18,6 +18,13 @@ order, each from facts the room's Trio shell gathered:
    bounds how long "could not tell" lasts.
 5. :func:`before_run`: the attempt budget was already used up (by runs that
    crashed the process): fail it for good instead of running it.
+
+:class:`AdmissionWalk` is that order as a state machine for one message: the
+room's shell asks it for the next :class:`Admission` (an action to perform),
+performs it and feeds back what it found (the ledger's answer, the lookup's
+result, the attempt counted), until the walk ends in a final action. The shell
+holds no order of its own; feeding the walk out of order is a bug, and
+raises :class:`AdmissionOrderError`.
 """
 
 from __future__ import annotations
@@ -29,8 +36,11 @@ from typing import Final
 from band_trio.runtime.core._claims import Attempt, RefusalReason
 
 __all__ = [
+    "FINAL_ACTIONS",
     "MAX_REPLY_LOOKUPS",
     "Admission",
+    "AdmissionOrderError",
+    "AdmissionWalk",
     "ReplyCheck",
     "ReplyLookups",
     "after_claim",
@@ -63,8 +73,10 @@ class Admission(enum.Enum):
     """The platform says it is processed: record it completed, skip it."""
     CHECK_REPLY = "check_reply"
     """A reply to it was posted with no known outcome: look for it first."""
+    COUNT_ATTEMPT = "count_attempt"
+    """Nothing speaks against running it: count an attempt in the ledger."""
     RUN = "run"
-    """Count an attempt and run the turn."""
+    """The attempt is counted and within the budget: run the turn."""
     FAIL_EXHAUSTED = "fail_exhausted"
     """Its attempts were used up without a verdict: fail it for good."""
 
@@ -112,7 +124,7 @@ def after_refusal(reason: RefusalReason) -> Admission:
 
 
 def after_claim(*, processed: bool, open_reply_intents: bool) -> Admission:
-    """The claim is held (``MARK_COMPLETED``, ``CHECK_REPLY``, ``RUN``).
+    """The claim is held (``MARK_COMPLETED``, ``CHECK_REPLY``, ``COUNT_ATTEMPT``).
 
     Args:
         processed: the delivery status says this agent processed it.
@@ -122,21 +134,92 @@ def after_claim(*, processed: bool, open_reply_intents: bool) -> Admission:
         return Admission.MARK_COMPLETED
     if open_reply_intents:
         return Admission.CHECK_REPLY
-    return Admission.RUN
+    return Admission.COUNT_ATTEMPT
 
 
 def after_reply_check(check: ReplyCheck) -> Admission:
-    """The lookup of an earlier reply ended (``RETRY``, ``ACK_ONLY``, ``RUN``)."""
+    """The lookup of an earlier reply ended (``RETRY``, ``ACK_ONLY``, ``COUNT_ATTEMPT``)."""
     if check is ReplyCheck.UNKNOWN:
         return Admission.RETRY
     if check is ReplyCheck.LANDED:
         return Admission.ACK_ONLY
-    return Admission.RUN
+    return Admission.COUNT_ATTEMPT
 
 
 def before_run(attempt: Attempt) -> Admission:
     """The attempt was counted (``RUN`` or ``FAIL_EXHAUSTED``)."""
     return Admission.FAIL_EXHAUSTED if attempt.exceeded else Admission.RUN
+
+
+FINAL_ACTIONS: Final = frozenset(
+    {
+        Admission.SKIP,
+        Admission.PAUSE,
+        Admission.RETRY,
+        Admission.ACK_ONLY,
+        Admission.MARK_COMPLETED,
+        Admission.RUN,
+        Admission.FAIL_EXHAUSTED,
+    }
+)
+"""The actions that end a walk: the shell performs one and is done with admission."""
+
+
+class AdmissionOrderError(AssertionError):
+    """The shell fed an :class:`AdmissionWalk` an answer its action did not ask for."""
+
+
+class AdmissionWalk:
+    """One message's way through the five decisions, in their order.
+
+    :attr:`action` is what the shell does next. The three actions that need
+    an answer are ``CLAIM`` (answer with :meth:`claim_refused` or
+    :meth:`claim_held`), ``CHECK_REPLY`` (:meth:`reply_checked`) and
+    ``COUNT_ATTEMPT`` (:meth:`attempt_counted`); every other action is final
+    (:attr:`done`). Each answer returns the next action.
+
+    Args:
+        own: the message is this agent's own.
+        paused: the room is stopped or shutting down.
+    """
+
+    __slots__ = ("action",)
+
+    def __init__(self, *, own: bool, paused: bool) -> None:
+        self.action: Admission = before_claim(own=own, paused=paused)
+
+    @property
+    def done(self) -> bool:
+        """True once :attr:`action` is final."""
+        return self.action in FINAL_ACTIONS
+
+    def _expect(self, action: Admission) -> None:
+        if self.action is not action:
+            raise AdmissionOrderError(f"the walk asked for {self.action.value}, not {action.value}")
+
+    def claim_refused(self, reason: RefusalReason) -> Admission:
+        """The ledger refused the claim (answers ``CLAIM``)."""
+        self._expect(Admission.CLAIM)
+        self.action = after_refusal(reason)
+        return self.action
+
+    def claim_held(self, *, processed: bool, open_reply_intents: bool) -> Admission:
+        """The ledger gave the claim (answers ``CLAIM``); the facts as :func:`after_claim`."""
+        self._expect(Admission.CLAIM)
+        self.action = after_claim(processed=processed, open_reply_intents=open_reply_intents)
+        return self.action
+
+    def reply_checked(self, check: ReplyCheck) -> Admission:
+        """The lookup of the earlier reply ended (answers ``CHECK_REPLY``)."""
+        self._expect(Admission.CHECK_REPLY)
+        self.action = after_reply_check(check)
+        return self.action
+
+    def attempt_counted(self, attempt: Attempt) -> Admission:
+        """The ledger counted the attempt (answers ``COUNT_ATTEMPT``)."""
+        self._expect(Admission.COUNT_ATTEMPT)
+        self.action = before_run(attempt)
+        return self.action
 
 
 class ReplyLookups:

@@ -8,6 +8,10 @@ idle reconcile waited for, a deferred message, stopped, fenced, a turn
 running, the time the room asked to be woken at) and answers with what to do
 next:
 
+* :meth:`RoomMachine.admit` starts one message's walk through admission
+  (:class:`~band_trio.runtime.core._admission.AdmissionWalk`: claim, the
+  platform's status, a lookup of an earlier reply, the attempt budget, in
+  that order), which the shell feeds until it names a final action;
 * :meth:`RoomMachine.next_step` is the order of the worker's steps: park
   once fenced, run a queued synthetic turn, reconcile, ask for a bulk-reconcile
   place, or wait for the next inbox item until :attr:`RoomMachine.due`;
@@ -39,6 +43,7 @@ import random
 from typing import Final
 
 from band_trio.runtime.config import AgentConfig
+from band_trio.runtime.core._admission import AdmissionWalk
 from band_trio.runtime.core._reconcile_pass import deferred_after
 from band_trio.runtime.core._reconcile_timer import ReconcileTimer
 from band_trio.runtime.core._schedule import ReconcileOutcome
@@ -316,6 +321,17 @@ class RoomMachine:
     def paused(self) -> bool:
         """True when no message may be claimed now (stopped or fenced)."""
         return self.stopped or self.fenced
+
+    # ------------------------------------------------------------------ admission
+
+    def admit(self, *, own: bool) -> AdmissionWalk:
+        """A message is offered (pushed, from ``/next`` or from a listing): its
+        walk through admission, from this room's state now.
+
+        Args:
+            own: the message is this agent's own.
+        """
+        return AdmissionWalk(own=own, paused=self.paused)
 
     # ------------------------------------------------------------------ turns
 

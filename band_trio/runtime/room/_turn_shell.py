@@ -1,9 +1,11 @@
 """One message's way through a room: admission, claim, turn and settlement (the Trio shell).
 
 :class:`RoomTurns` is the half of a :class:`~band_trio.runtime.room.Room`
-that handles one message at a time: whether it runs
-(:mod:`~band_trio.runtime.core._admission`: before the claim, after a refused
-claim, after the claim, after a reply lookup, before the run), the roster and
+that handles one message at a time: whether it runs (the
+:class:`~band_trio.runtime.core._admission.AdmissionWalk` the room machine
+starts names each step, in its order: claim, a lookup of an earlier reply,
+count the attempt; this shell performs them and feeds back what it found),
+the roster and
 history a turn starts from, the turn itself in its own cancel scope, and what
 its end means (:mod:`~band_trio.runtime.core._settlement`, carried out by a
 :class:`~band_trio.runtime.room._settler.Settler`). Synthetic messages (the contacts
@@ -208,57 +210,74 @@ class RoomTurns:
             return await self._process_message(ev)
 
     async def _process_message(self, ev: MessageCreated) -> MessageOutcome:
+        # The order of the steps is the machine's: this shell performs each
+        # action the walk names and feeds back what it found.
         ledger = self._ledger
-        decision = admission.before_claim(
-            own=admission.is_own_message(ev.sender_type, ev.sender_id, self._svc.agent_id),
-            paused=self._m.paused,
+        walk = self._m.admit(
+            own=admission.is_own_message(ev.sender_type, ev.sender_id, self._svc.agent_id)
         )
-        if decision is Admission.SKIP:
-            self._counts.skipped += 1
-            return MessageOutcome.SKIPPED
-        if decision is Admission.PAUSE:
-            return MessageOutcome.PAUSED
-        claim = ledger.try_claim(self.room_id, ev.id)
-        if isinstance(claim, Refusal):
-            decision = admission.after_refusal(claim.reason)
-            if decision is Admission.ACK_ONLY:
-                # The turn already ran (a reply was journaled, or it completed):
-                # only the processed mark is owed, never a second run.
-                return await self._settling().ack_outcome(ev.id)
-            if decision is Admission.RETRY:
-                return MessageOutcome.RETRY
-            self._counts.skipped += 1
-            return MessageOutcome.SKIPPED
+        claim: Claim | None = None
+        attempt: Attempt | None = None
         try:
-            decision = admission.after_claim(
-                processed=admission.processed_on_platform(
-                    ev.metadata.delivery_status, self._svc.agent_id
-                ),
-                open_reply_intents=self._reply_owed(ev.id),
-            )
-            if decision is Admission.MARK_COMPLETED:
-                ledger.mark_completed(self.room_id, ev.id)
-                self._counts.skipped += 1
-                return MessageOutcome.SKIPPED
-            if decision is Admission.CHECK_REPLY:
-                decision = admission.after_reply_check(await self._check_reply(ev))
-                if decision is Admission.RETRY:
-                    return MessageOutcome.RETRY
-                if decision is Admission.ACK_ONLY:
-                    # An earlier post did land: the turn answered; only ack it.
-                    return await self._settling().ack_outcome(ev.id)
-            attempt = ledger.record_attempt(claim)
-            if admission.before_run(attempt) is Admission.FAIL_EXHAUSTED:
-                logger.warning(
-                    "room %s: message %s used its %d attempts; not running it again",
-                    self.room_id,
-                    ev.id,
-                    attempt.max_attempts,
-                )
-                return await self._settling().carry_out(ev.id, settlement.settle_exhausted())
-            return await self._run_turn(ev, claim, attempt)
+            while not walk.done:
+                if walk.action is Admission.CLAIM:
+                    answer = ledger.try_claim(self.room_id, ev.id)
+                    if isinstance(answer, Refusal):
+                        walk.claim_refused(answer.reason)
+                        continue
+                    claim = answer
+                    walk.claim_held(
+                        processed=admission.processed_on_platform(
+                            ev.metadata.delivery_status, self._svc.agent_id
+                        ),
+                        open_reply_intents=self._reply_owed(ev.id),
+                    )
+                elif walk.action is Admission.CHECK_REPLY:
+                    walk.reply_checked(await self._check_reply(ev))
+                else:
+                    assert walk.action is Admission.COUNT_ATTEMPT
+                    assert claim is not None
+                    attempt = ledger.record_attempt(claim)
+                    walk.attempt_counted(attempt)
+            return await self._admitted(walk.action, ev, claim, attempt)
         finally:
-            ledger.release(claim)
+            if claim is not None:
+                ledger.release(claim)
+
+    async def _admitted(
+        self,
+        action: Admission,
+        ev: MessageCreated,
+        claim: Claim | None,
+        attempt: Attempt | None,
+    ) -> MessageOutcome:
+        """Perform the walk's final action."""
+        if action is Admission.RUN:
+            assert claim is not None
+            assert attempt is not None
+            return await self._run_turn(ev, claim, attempt)
+        if action is Admission.ACK_ONLY:
+            # The turn already ran (a reply was journaled, it completed, or
+            # an earlier post did land): only the processed mark is owed,
+            # never a second run.
+            return await self._settling().ack_outcome(ev.id)
+        if action is Admission.MARK_COMPLETED:
+            self._ledger.mark_completed(self.room_id, ev.id)
+        elif action is Admission.FAIL_EXHAUSTED:
+            assert attempt is not None
+            logger.warning(
+                "room %s: message %s used its %d attempts; not running it again",
+                self.room_id,
+                ev.id,
+                attempt.max_attempts,
+            )
+            return await self._settling().carry_out(ev.id, settlement.settle_exhausted())
+        elif action is Admission.PAUSE:
+            return MessageOutcome.PAUSED
+        elif action is Admission.RETRY:
+            return MessageOutcome.RETRY
+        self._counts.skipped += 1
+        return MessageOutcome.SKIPPED
 
     async def _run_turn(self, ev: MessageCreated, claim: Claim, attempt: Attempt) -> MessageOutcome:
         # With tracing on, the turn is one span; its REST and tool calls

@@ -51,12 +51,12 @@ def test_after_the_claim(processed: bool, intents: bool) -> None:
     elif intents:
         assert decision is Admission.CHECK_REPLY
     else:
-        assert decision is Admission.RUN
+        assert decision is Admission.COUNT_ATTEMPT
 
 
 def test_after_a_reply_lookup() -> None:
     assert after_reply_check(ReplyCheck.LANDED) is Admission.ACK_ONLY
-    assert after_reply_check(ReplyCheck.ABSENT) is Admission.RUN
+    assert after_reply_check(ReplyCheck.ABSENT) is Admission.COUNT_ATTEMPT
     assert after_reply_check(ReplyCheck.UNKNOWN) is Admission.RETRY
 
 
