@@ -58,7 +58,7 @@ class ClaudeHistory(ResumableHistory):
 class ClaudeHistoryConverter(ResumableHistoryConverter):
     """Converts a room's history for :class:`~band_trio_claude.ClaudeAgentAdapter`:
     a :class:`~band_trio.adapter.ResumableHistoryConverter` reading the
-    conversation id under :data:`SESSION_METADATA_KEY`."""
+    conversation id under ``SESSION_METADATA_KEY`` (``claude_sdk_session_id``)."""
 
     def __init__(self) -> None:
         super().__init__(SESSION_METADATA_KEY, SESSION_EVENT_TEXT)

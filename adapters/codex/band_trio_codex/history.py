@@ -58,7 +58,7 @@ class CodexHistory(ResumableHistory):
 class CodexHistoryConverter(ResumableHistoryConverter):
     """Converts a room's history for :class:`~band_trio_codex.CodexAdapter`:
     a :class:`~band_trio.adapter.ResumableHistoryConverter` reading the
-    thread id under :data:`THREAD_METADATA_KEY`."""
+    thread id under ``THREAD_METADATA_KEY`` (``codex_thread_id``)."""
 
     def __init__(self) -> None:
         super().__init__(THREAD_METADATA_KEY, THREAD_EVENT_TEXT)
