@@ -118,6 +118,7 @@ ADAPTER = {
     "run_tool_call", "system_line", "tool_exception_result",
     "INTERRUPTED_TOOL_RESULT", "HistoryRecord", "HistoryText", "HistoryToolCall",
     "HistoryToolResult", "read_history", "sender_label",
+    "ResumableHistory", "ResumableHistoryConverter",
     # per-room child processes
     "Residents", "ResidentsStatistics", "kill_process_group",
 }  # fmt: skip

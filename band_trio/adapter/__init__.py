@@ -22,7 +22,10 @@ both the tools and the runtime build on.
   :class:`ImageBlock` (a tool call with its events, and what the model gets
   back); :func:`post_thought`; :func:`read_history` (a room's history as
   tool calls, results and text, other senders labelled by
-  :func:`sender_label`: name and unique handle).
+  :func:`sender_label`: name and unique handle);
+  :class:`ResumableHistoryConverter` / :class:`ResumableHistory` (for a
+  framework that keeps its own conversation: the history as text and the
+  conversation id recorded in the room).
 * Per-room child processes: :class:`Residents` (which rooms hold one, which
   to close: idle, over the limit) and :func:`kill_process_group`.
 
@@ -85,6 +88,7 @@ from band_trio.adapter.protocols import (
     TurnJudging,
 )
 from band_trio.adapter.residents import Residents, ResidentsStatistics, kill_process_group
+from band_trio.adapter.resumable import ResumableHistory, ResumableHistoryConverter
 from band_trio.adapter.roster import Roster, available_handles, resolve_mention
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_events import (
@@ -160,6 +164,8 @@ __all__ = [
     "ReportsStuckThreads",
     "Residents",
     "ResidentsStatistics",
+    "ResumableHistory",
+    "ResumableHistoryConverter",
     "Roster",
     "SchemaFormat",
     "SimpleAdapter",
