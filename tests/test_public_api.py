@@ -118,6 +118,7 @@ ADAPTER = {
     "run_tool_call", "system_line", "tool_exception_result",
     "INTERRUPTED_TOOL_RESULT", "HistoryRecord", "HistoryText", "HistoryToolCall",
     "HistoryToolResult", "read_history", "sender_label",
+    "ResumableHistory", "ResumableHistoryConverter",
     # settings of adapters
     "FieldCheck", "PromptFields", "check_tool_names", "config_or_default", "flag", "function",
     "instance_of", "one_of",

@@ -36,6 +36,14 @@ def test_every_platform_tool_is_declared() -> None:
     assert {"send_failure", "get_tool_schemas", "execute_tool_call"} <= declared
 
 
+def test_reading_the_waiting_messages_is_declared() -> None:
+    """An adapter reads what waits behind its turn (a reply to a question it
+    asked) through the protocol, not by probing the tools object."""
+    assert "unprocessed_messages" in _declared()
+    (limit,) = _parameters(vars(AgentToolsProtocol)["unprocessed_messages"])
+    assert (limit.name, limit.default) == ("limit", 100)
+
+
 def _parameters(fn: Any) -> list[inspect.Parameter]:
     return [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
 

@@ -22,7 +22,10 @@ both the tools and the runtime build on.
   :class:`ImageBlock` (a tool call with its events, and what the model gets
   back); :func:`post_thought`; :func:`read_history` (a room's history as
   tool calls, results and text, other senders labelled by
-  :func:`sender_label`: name and unique handle).
+  :func:`sender_label`: name and unique handle);
+  :class:`ResumableHistoryConverter` / :class:`ResumableHistory` (for a
+  framework that keeps its own conversation: the history as text and the
+  conversation id recorded in the room).
 * Settings: the field checks of :mod:`band_trio.adapter.config_checks`
   (:func:`positive_int`, :func:`seconds`, :func:`text`, :func:`flag`,
   :func:`one_of`, :func:`instance_of`, :func:`string_map`, :func:`function`,
@@ -115,6 +118,7 @@ from band_trio.adapter.residents import (
     kill_process_group,
     room_workdir,
 )
+from band_trio.adapter.resumable import ResumableHistory, ResumableHistoryConverter
 from band_trio.adapter.roster import Roster, available_handles, resolve_mention
 from band_trio.adapter.simple import SimpleAdapter
 from band_trio.adapter.tool_events import (
@@ -192,6 +196,8 @@ __all__ = [
     "ReportsStuckThreads",
     "Residents",
     "ResidentsStatistics",
+    "ResumableHistory",
+    "ResumableHistoryConverter",
     "Roster",
     "SchemaFormat",
     "SimpleAdapter",

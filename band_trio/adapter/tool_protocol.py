@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from band_trio.adapter.capabilities import Capability, ToolCategory, ToolEffect
 from band_trio.adapter.failures import AgentFailure
 from band_trio.adapter.tool_results import ToolResult
-from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent
+from band_trio.wire.models import ChatMessage, ChatParticipant, EventCreated, MessageSent
 
 __all__ = ["AgentToolsProtocol", "CustomToolSet", "SchemaFormat", "ToolSpec"]
 
@@ -150,6 +150,13 @@ class AgentToolsProtocol(Protocol):
 
     def get_participants_list(self) -> Awaitable[list[ChatParticipant]]:
         """Fetch the roster from the platform and replace the snapshot with it."""
+        ...
+
+    def unprocessed_messages(self, limit: int = 100) -> Awaitable[list[ChatMessage]]:
+        """The room's messages delivered to this agent and not yet processed,
+        oldest first (at most ``limit``): what waits behind the turn. Not a
+        tool: an adapter reads it to see a reply that arrives while its turn
+        is still running."""
         ...
 
     def get_participants(self) -> Awaitable[list[dict[str, Any]]]:

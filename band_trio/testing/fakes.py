@@ -38,7 +38,7 @@ from band_trio.adapter import (
 from band_trio.errors import BandError, InternalServerError
 from band_trio.testing._memory_rest import MemoryRest, SentEvent, SentMessage
 from band_trio.tools import TOOL_DEFINITIONS, AgentTools, Capability, get_tool_definition
-from band_trio.wire.models import ChatParticipant, EventCreated, MessageSent
+from band_trio.wire.models import ChatMessage, ChatParticipant, EventCreated, MessageSent
 
 if TYPE_CHECKING:
     from band_trio.wire import RestClient
@@ -267,7 +267,8 @@ class FakeAgentTools(AgentTools):
     # ------------------------------------------------------------- scripting
 
     def fail_next(self, tool_name: str, error: BaseException, *, times: int = 1) -> None:
-        """Make the next ``times`` calls of ``tool_name`` raise ``error``.
+        """Make the next ``times`` calls of ``tool_name`` (a tool's name, or
+        ``"unprocessed_messages"``) raise ``error``.
 
         Through :meth:`execute_tool_call` the error becomes the error result
         ``AgentTools`` gives for it, except that an error which is no
@@ -275,8 +276,10 @@ class FakeAgentTools(AgentTools):
         the call (an HTTP 500 carrying its text) where ``AgentTools`` would
         report an internal error of its own without the text.
         """
-        if get_tool_definition(tool_name) is None and not (
-            self.custom_tools and tool_name in self.custom_tools
+        if (
+            get_tool_definition(tool_name) is None
+            and tool_name != "unprocessed_messages"
+            and not (self.custom_tools and tool_name in self.custom_tools)
         ):
             raise ValueError(f"unknown tool {tool_name!r}")
         self._failures.setdefault(tool_name, []).extend([error] * times)
@@ -417,6 +420,14 @@ class FakeAgentTools(AgentTools):
             self._record(ToolEffect.OBSERVE)
             return list(value) if isinstance(value, list) else [value]
 
+    async def unprocessed_messages(self, limit: int = 100) -> list[ChatMessage]:
+        """:meth:`AgentTools.unprocessed_messages`, recorded: the messages
+        :meth:`deliver` put in the room and nothing processed yet."""
+        async with self._tool_call(
+            "unprocessed_messages", "unprocessed_messages", {"limit": limit}
+        ):
+            return await super().unprocessed_messages(limit)
+
     async def create_chatroom(self, task_id: str | None = None) -> str:
         """The canned ``band_create_chatroom`` result when it is a string, else
         a fresh room id from :meth:`AgentTools.create_chatroom`."""
@@ -449,6 +460,12 @@ class FakeAgentTools(AgentTools):
         if not result.is_error:
             self._touch()
         return result
+
+    def deliver(self, content: str) -> str:
+        """Put a message from the room's user (``user-1``, the owner, unless
+        ``participants`` says otherwise) in the room, waiting behind the turn
+        for :meth:`unprocessed_messages`; its id."""
+        return self._platform.add(content)
 
     # ------------------------------------------------------------- assertions
 

@@ -1,8 +1,8 @@
 """An agent serving rooms of the local platform, for adapters' end-to-end tests.
 
-:func:`agent_in_rooms` creates rooms (or takes rooms made earlier), adds the
-platform's first agent to them, and runs that agent on the adapter under test
-while the test body runs. Each room is an :class:`AgentRoom`: it posts as the
+:func:`agent_in_rooms` creates rooms (or takes rooms made earlier), adds an
+agent of the platform (its first by default) to them, and runs that agent on
+the adapter under test while the test body (or an example's exchange) runs. Each room is an :class:`AgentRoom`: it posts as the
 platform's user, or as one of the ``people`` the test asked for (users made
 for the test, two of them may share a display name), and reads what the agent
 stored on the platform (messages, events, delivery status). Only public names
@@ -13,7 +13,7 @@ Example::
 
     async with agent_in_rooms(platform, adapter, people=[("Sam", "sam-a")]) as (room,):
         posted = await room.post("hello", by="sam-a")
-        await platform.wait_for(lambda: room.is_settled(posted))
+        assert await room.settled(posted) == "processed"
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import attrs
 import trio
 
 import band_trio
-from band_trio.local import HumanClient, LocalPlatform, UserCredentials
+from band_trio.local import AgentCredentials, HumanClient, LocalPlatform, UserCredentials
 
 __all__ = ["AgentRoom", "agent_in_rooms", "latest_sender_mention", "wait_until"]
 
@@ -84,6 +84,13 @@ class AgentRoom:
         """The agent processed the message, or failed it for good."""
         return self.status(message_id) in ("processed", "failed")
 
+    async def settled(self, message_id: str) -> str:
+        """Wait until the agent settled the message (:meth:`is_settled`); its
+        delivery status, ``"processed"`` or ``"failed"``. Put a deadline
+        around it."""
+        await self.platform.wait_for(lambda: self.is_settled(message_id))
+        return str(self.status(message_id))
+
     def mentioned_ids(self, message: Any) -> list[str]:
         """The ids a stored message mentions, as the platform recorded them."""
         return [str(m["id"]) for m in message.mentions]
@@ -113,9 +120,11 @@ async def agent_in_rooms(
     people: Sequence[tuple[str, str]] = (),
     state_dir: Path | None = None,
     title: str = "adapter e2e",
+    agent: AgentCredentials | None = None,
     **config: Any,
 ) -> AsyncIterator[list[AgentRoom]]:
-    """Run the platform's first agent on ``adapter`` in ``rooms`` new rooms.
+    """Run an agent of the platform (its first, unless ``agent`` says which)
+    on ``adapter`` in ``rooms`` new rooms.
 
     Args:
         platform: a running local platform (the ``band_platform`` fixture).
@@ -127,13 +136,16 @@ async def agent_in_rooms(
             may share a display name.
         state_dir: the agent's ``AgentConfig.state_dir``.
         title: the new rooms' title (numbered).
+        agent: the agent to run, as :meth:`LocalPlatform.register_agent
+            <band_trio.local.LocalPlatform.register_agent>` gave it (default:
+            ``platform.agents[0]``).
         **config: further ``AgentConfig`` settings (``max_attempts`` is 1
             unless given).
 
     Yields:
         The rooms, while the agent serves them; the agent stops on exit.
     """
-    creds = platform.agents[0]
+    creds = platform.agents[0] if agent is None else agent
     settings: dict[str, Any] = {"max_attempts": 1, **config}
     cfg = band_trio.AgentConfig(state_dir=state_dir, **settings)
     async with AsyncExitStack() as stack:

@@ -197,6 +197,27 @@ async def test_scripted_failures() -> None:
         tools.fail_next("nope", RuntimeError())
 
 
+async def test_delivered_messages_wait_for_the_agent_until_processed() -> None:
+    tools = fake()
+    assert await tools.unprocessed_messages() == []
+    first = tools.deliver("/approve abc123")
+    tools.deliver("and another")
+    waiting = await tools.unprocessed_messages(limit=10)
+    assert [(m.id, m.content) for m in waiting] == [
+        (first, "/approve abc123"),
+        (waiting[1].id, "and another"),
+    ]
+    assert waiting[0].sender_type == "User"
+    assert [c.args for c in tools.tool_calls("unprocessed_messages")] == [
+        {"limit": 100},
+        {"limit": 10},
+    ]
+    tools.fail_next("unprocessed_messages", RoomExecutionStoppedError("room-fake"))
+    with pytest.raises(RoomExecutionStoppedError):
+        await tools.unprocessed_messages()
+    assert len(await tools.unprocessed_messages()) == 2
+
+
 async def test_schemas_are_the_real_ones() -> None:
     assert fake().get_tool_schemas("openai") == get_tool_schemas("openai")
     assert len(fake().get_anthropic_tool_schemas(capabilities=frozenset())) == 8

@@ -47,6 +47,8 @@ class EveryToolAdapter(SimpleAdapter[HistoryProvider]):
         people = await tools.get_participants_list()
         names: list[str | None] = [p.name for p in people]
         listed: list[dict[str, object]] = await tools.get_participants()
+        waiting = await tools.unprocessed_messages(limit=10)
+        senders: list[str] = [m.sender_id for m in waiting]
         await tools.lookup_peers(page=1, page_size=10)
         await tools.add_participant("@bob", role="member")
         await tools.remove_participant("@bob")
@@ -105,4 +107,4 @@ class EveryToolAdapter(SimpleAdapter[HistoryProvider]):
         result = await tools.execute_tool_call("shout", {"text": "x"}, custom_tools=custom)
         text: str = result.text
         failed: bool = result.is_error
-        assert declined or names or listed or new_room or schemas or text or failed
+        assert declined or names or listed or senders or new_room or schemas or text or failed

@@ -1,8 +1,8 @@
 """End to end: the local Band platform, the local Anthropic stub, the real
 anthropic client and a real band-trio agent running AnthropicAdapter.
 
-Only public names are used (``band_trio.open_agent``, the ``band_platform``
-fixture, ``band_trio.local.HumanClient``).
+Only public names are used (the ``band_platform`` fixture,
+``band_trio.testing.rooms``).
 
 Reference: docs/reference/tools-and-adapters.rst.
 """
@@ -10,12 +10,9 @@ Reference: docs/reference/tools-and-adapters.rst.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anthropic
-import attrs
 import trio
 from anthropic_stub import (
     AnthropicStub,
@@ -32,57 +29,8 @@ from band_trio_anthropic import AnthropicAdapter, AnthropicAdapterConfig
 
 import band_trio
 from band_trio.adapter import GENERIC_FAILURE_MESSAGE, MISSING_REPLY_MESSAGE
-from band_trio.local import HumanClient, LocalPlatform
-
-
-@attrs.define
-class Room:
-    platform: LocalPlatform
-    human: HumanClient
-    room_id: str
-    agent_id: str
-    agent_handle: str
-
-    @property
-    def state(self) -> Any:
-        return self.platform.state.rooms[self.room_id]
-
-    def from_agent(self, kind: str | None = None) -> list[Any]:
-        return [
-            m
-            for m in self.state.messages
-            if m.sender_id == self.agent_id and (kind is None or m.message_type == kind)
-        ]
-
-    def status(self, message_id: str) -> str | None:
-        delivery = self.state.by_id[message_id].deliveries.get(self.agent_id)
-        return None if delivery is None else str(delivery.status)
-
-    async def post(self, content: str) -> str:
-        sent = await self.human.post_message(
-            self.room_id, f"@{self.agent_handle} {content}", [self.agent_handle]
-        )
-        return str(sent["id"])
-
-
-@asynccontextmanager
-async def agent_in_a_room(
-    platform: LocalPlatform, adapter: AnthropicAdapter, **config: Any
-) -> AsyncIterator[Room]:
-    creds = platform.agents[0]
-    config = band_trio.AgentConfig(state_dir=None, **{"max_attempts": 1, **config})
-    async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
-        room = await human.create_room("anthropic e2e")
-        await human.add_participant(room["id"], creds.id)
-        async with band_trio.open_agent(
-            adapter=adapter,
-            agent_id=creds.id,
-            api_key=creds.api_key,
-            rest_url=platform.rest_url,
-            ws_url=platform.ws_url,
-            config=config,
-        ):
-            yield Room(platform, human, str(room["id"]), creds.id, creds.handle)
+from band_trio.local import LocalPlatform
+from band_trio.testing.rooms import agent_in_rooms
 
 
 async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
@@ -104,7 +52,7 @@ async def test_a_human_message_gets_exactly_one_reply_through_the_tool_loop(
     adapter = AnthropicAdapter(config, client=anthropic_client)
 
     with trio.fail_after(30):
-        async with agent_in_a_room(band_platform, adapter) as room:
+        async with agent_in_rooms(band_platform, adapter) as [room]:
             posted = await room.post("what is 2+2?")
             await band_platform.wait_for(lambda: room.status(posted) == "processed")
             await band_platform.wait_for(lambda: len(room.from_agent("task")) == 1)
@@ -149,7 +97,7 @@ async def test_a_plain_text_answer_is_judged_a_missing_reply(
     adapter = AnthropicAdapter(client=anthropic_client)
 
     with trio.fail_after(30):
-        async with agent_in_a_room(band_platform, adapter) as room:
+        async with agent_in_rooms(band_platform, adapter) as [room]:
             posted = await room.post("hi")
             await band_platform.wait_for(lambda: room.status(posted) == "failed")
 
@@ -171,9 +119,9 @@ async def test_a_provider_error_on_every_attempt_is_reported_once(
     adapter = AnthropicAdapter(client=anthropic_client)
 
     with trio.fail_after(30):
-        async with agent_in_a_room(
-            band_platform, adapter, max_attempts=3, retry_delay=0.05
-        ) as room:
+        async with agent_in_rooms(band_platform, adapter, max_attempts=3, retry_delay=0.05) as [
+            room
+        ]:
             posted = await room.post("hi")
             # Each failed attempt marks the message failed; the last one adds
             # the error event.
@@ -221,7 +169,7 @@ async def test_cached_thinking_turns_report_cache_usage_and_post_thoughts(
     )
 
     with trio.fail_after(30):
-        async with agent_in_a_room(band_platform, adapter) as room:
+        async with agent_in_rooms(band_platform, adapter) as [room]:
             first = await room.post("question one")
             await band_platform.wait_for(lambda: room.status(first) == "processed")
             await band_platform.wait_for(lambda: len(room.from_agent("task")) == 1)

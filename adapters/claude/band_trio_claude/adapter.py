@@ -65,8 +65,6 @@ from band_trio.adapter import (
 )
 from band_trio_claude.config import ClaudeAgentConfig
 from band_trio_claude.history import (
-    SESSION_EVENT_TEXT,
-    SESSION_METADATA_KEY,
     ClaudeHistory,
     ClaudeHistoryConverter,
     compose_prompt,
@@ -82,6 +80,7 @@ PROVIDER: Final = "claude_sdk"
 
 
 _EXPIRY_MARGIN: Final = 0.001
+_SESSIONS: Final = ClaudeHistoryConverter()  # records a room's conversation id
 
 
 class ClaudeTurnError(BandError):
@@ -403,13 +402,12 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
             self._cost += float(result.total_cost_usd)
             logger.info("room %s: Claude turn cost %.6f USD", room_id, result.total_cost_usd)
         session = client.session_id
-        if session is not None and self._recorded.get(room_id) != session:
-            try:
-                await tools.send_event(SESSION_EVENT_TEXT, "task", {SESSION_METADATA_KEY: session})
-            except Exception as exc:
-                logger.warning("room %s: could not record the Claude session: %r", room_id, exc)
-            else:
-                self._recorded[room_id] = session
+        if (
+            session is not None
+            and self._recorded.get(room_id) != session
+            and await _SESSIONS.record(tools, session)
+        ):
+            self._recorded[room_id] = session
         if result.is_error:
             logger.error(
                 "room %s: Claude turn failed: %s (API status %s) %s",

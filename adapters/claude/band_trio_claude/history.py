@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-import attrs
-
 from band_trio import HistoryItem, PlatformMessage
-from band_trio.adapter import render_turn_lines
+from band_trio.adapter import ResumableHistory, ResumableHistoryConverter, render_turn_lines
 
 __all__ = [
     "HISTORY_HEADER",
@@ -34,57 +32,41 @@ SESSION_EVENT_TEXT: Final = "Claude SDK session"
 HISTORY_HEADER: Final = "Your memory of this room so far — the conversation before this message:"
 """The line before the room's history in a first turn without a conversation to resume."""
 
-_TOOL_EVENTS: Final = frozenset({"tool_call", "tool_result"})
 
+class ClaudeHistory(ResumableHistory):
+    """A room's history for a Claude turn: a :class:`~band_trio.adapter.ResumableHistory`
+    whose ``resume_id`` is the newest Claude conversation id recorded in the
+    room (a ``task`` event with ``claude_sdk_session_id`` metadata), also
+    read as :attr:`session_id`.
 
-@attrs.frozen
-class ClaudeHistory:
-    """A room's history for a Claude turn.
-
-    Attributes:
-        text: the earlier messages, one ``[Sender]: text`` line each (tool
-            events as their JSON text); empty when there are none.
-        session_id: the newest Claude conversation id recorded in the room
-            (a ``task`` event with ``claude_sdk_session_id`` metadata), or None.
+    Args:
+        text: the earlier messages (see :class:`~band_trio.adapter.ResumableHistory`).
+        session_id: the conversation to resume, or None.
     """
 
-    text: str = ""
-    session_id: str | None = None
+    __slots__ = ()
+
+    def __init__(self, text: str = "", session_id: str | None = None) -> None:
+        super().__init__(text, session_id)
+
+    @property
+    def session_id(self) -> str | None:
+        """The newest Claude conversation id recorded in the room, or None."""
+        return self.resume_id
 
 
-class ClaudeHistoryConverter:
-    """Converts a room's history for :class:`~band_trio_claude.ClaudeAgentAdapter`.
-
-    Messages of others read ``[Name]: text``, this agent's own ``[Name (you)]:
-    text``; tool calls and results keep their JSON text; thoughts, errors and
-    other events are left out.
-    """
+class ClaudeHistoryConverter(ResumableHistoryConverter):
+    """Converts a room's history for :class:`~band_trio_claude.ClaudeAgentAdapter`:
+    a :class:`~band_trio.adapter.ResumableHistoryConverter` reading the
+    conversation id under ``SESSION_METADATA_KEY`` (``claude_sdk_session_id``)."""
 
     def __init__(self) -> None:
-        self.agent_name = ""
-
-    def set_agent_name(self, name: str) -> None:
-        """Remember this agent's name (to mark its own messages)."""
-        self.agent_name = name
+        super().__init__(SESSION_METADATA_KEY, SESSION_EVENT_TEXT)
 
     def convert(self, items: Sequence[HistoryItem]) -> ClaudeHistory:
         """The history as text, and the newest conversation id in it."""
-        lines: list[str] = []
-        session_id: str | None = None
-        for item in items:
-            if item.message_type == "task":
-                value = item.metadata.get(SESSION_METADATA_KEY)
-                if isinstance(value, str) and value:
-                    session_id = value
-                continue
-            if item.message_type in _TOOL_EVENTS:
-                lines.append(f"[{item.sender_name}] {item.message_type}: {item.content}")
-            elif item.message_type == "text" and item.content.strip():
-                label = (
-                    f"{item.sender_name} (you)" if item.role == "assistant" else item.sender_name
-                )
-                lines.append(f"[{label}]: {item.content}")
-        return ClaudeHistory("\n".join(lines), session_id)
+        history = super().convert(items)
+        return ClaudeHistory(history.text, history.resume_id)
 
 
 def compose_prompt(

@@ -9,8 +9,9 @@ replies through ``band_send_message``, then ends its turn::
     python adapters/claude/examples/scripted_claude.py
 
 For a real agent, drop ``env=`` (the CLI then uses ``ANTHROPIC_API_KEY`` or
-its login) and the local platform (the ``BAND_*`` settings then come from the
-environment).
+its login) and the local platform with its room helper ``agent_in_rooms``:
+serve the adapter with ``band_trio.open_agent(adapter=...)``, the ``BAND_*``
+settings then coming from the environment.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import h11
 import trio
 from band_trio_claude import ClaudeAgentAdapter, ClaudeAgentConfig
 
-import band_trio
-from band_trio import HumanClient, open_local_platform
+from band_trio import open_local_platform
+from band_trio.local import AgentCredentials, LocalPlatform
+from band_trio.testing.rooms import agent_in_rooms
 
 
 def _events(content: list[dict[str, Any]], stop_reason: str) -> bytes:
@@ -133,7 +135,9 @@ async def main() -> list[str]:
             return await _exchange(platform, creds, api, Path(tmp))
 
 
-async def _exchange(platform: Any, creds: Any, api: ScriptedMessagesAPI, home: Path) -> list[str]:
+async def _exchange(
+    platform: LocalPlatform, creds: AgentCredentials, api: ScriptedMessagesAPI, home: Path
+) -> list[str]:
     """Serve the scripted API, run the agent, post a message, wait for the answer."""
     async with trio.open_nursery() as nursery:
         await nursery.start(api.serve)
@@ -150,35 +154,14 @@ async def _exchange(platform: Any, creds: Any, api: ScriptedMessagesAPI, home: P
                 },
             )
         )
-        async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
-            room = await human.create_room("Claude Code example")
-            await human.add_participant(room["id"], creds.id)
-            async with band_trio.open_agent(
-                adapter=adapter,
-                agent_id=creds.id,
-                api_key=creds.api_key,
-                rest_url=platform.rest_url,
-                ws_url=platform.ws_url,
-                config=band_trio.AgentConfig(state_dir=None),
-            ):
-                sent = await human.post_message(
-                    room["id"], f"@{creds.handle} hello!", [creds.handle]
-                )
-                state = platform.state.rooms[room["id"]]
-
-                def answered() -> bool:
-                    delivery = state.by_id[sent["id"]].deliveries.get(creds.id)
-                    return delivery is not None and str(delivery.status) == "processed"
-
-                with trio.fail_after(60):
-                    await platform.wait_for(answered)
+        async with agent_in_rooms(platform, adapter, agent=creds, title="Claude Code example") as [
+            room
+        ]:
+            posted = await room.post("hello!")
+            with trio.fail_after(60):
+                await room.settled(posted)
         nursery.cancel_scope.cancel()
-    names = {platform.user.id: platform.user.name, creds.id: creds.name}
-    return [
-        f"{names.get(m.sender_id, m.sender_id)}: {m.content}"
-        for m in state.messages
-        if m.message_type == "text"
-    ]
+    return platform.transcript(room.room_id)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,17 @@
-"""Helpers of the Claude adapter's tests: the scripted Messages API, the
-offline environment of the real CLI, and a room with an agent in it."""
+"""Helpers of the Claude adapter's tests: the scripted Messages API and the
+offline environment of the real CLI (rooms with an agent in them come from
+``band_trio.testing.rooms``)."""
 
 from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 from anthropic_stub import AnthropicStub, Reply, Request, message, text, thinking, tool_use
-from band_trio_claude import ClaudeAgentAdapter, ClaudeAgentConfig
-
-import band_trio
-from band_trio.local import HumanClient, LocalPlatform
+from band_trio_claude import ClaudeAgentConfig
 
 SEND: str = "mcp__band__band_send_message"
 NO_REPLY: str = "mcp__band__band_no_reply"
@@ -118,71 +114,6 @@ def reply(content: str, mentions: list[str], call_id: str | None = None) -> Repl
 
 
 DONE = message(text("Done."))
-
-
-@attrs.define
-class Room:
-    platform: LocalPlatform
-    human: HumanClient
-    room_id: str
-    agent_id: str
-    agent_handle: str
-
-    @property
-    def state(self) -> Any:
-        return self.platform.state.rooms[self.room_id]
-
-    def from_agent(self, kind: str | None = None) -> list[Any]:
-        return [
-            m
-            for m in self.state.messages
-            if m.sender_id == self.agent_id and (kind is None or m.message_type == kind)
-        ]
-
-    def status(self, message_id: str) -> str | None:
-        delivery = self.state.by_id[message_id].deliveries.get(self.agent_id)
-        return None if delivery is None else str(delivery.status)
-
-    async def post(self, content: str) -> str:
-        sent = await self.human.post_message(
-            self.room_id, f"@{self.agent_handle} {content}", [self.agent_handle]
-        )
-        return str(sent["id"])
-
-    async def settled(self, message_id: str) -> str:
-        """Wait until the agent settled the message; its delivery status."""
-        await self.platform.wait_for(lambda: self.status(message_id) in ("processed", "failed"))
-        return str(self.status(message_id))
-
-
-@asynccontextmanager
-async def agent_in_rooms(
-    platform: LocalPlatform,
-    adapter: ClaudeAgentAdapter,
-    rooms: int = 1,
-    *,
-    config: band_trio.AgentConfig | None = None,
-    room_ids: list[str] | None = None,
-) -> AsyncIterator[list[Room]]:
-    """An agent serving ``adapter`` in ``rooms`` new rooms (or the given ones)."""
-    creds = platform.agents[0]
-    config = config or band_trio.AgentConfig(state_dir=None, max_attempts=1)
-    async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
-        if room_ids is None:
-            room_ids = []
-            for index in range(rooms):
-                room = await human.create_room(f"claude e2e {index}")
-                await human.add_participant(room["id"], creds.id)
-                room_ids.append(str(room["id"]))
-        async with band_trio.open_agent(
-            adapter=adapter,
-            agent_id=creds.id,
-            api_key=creds.api_key,
-            rest_url=platform.rest_url,
-            ws_url=platform.ws_url,
-            config=config,
-        ):
-            yield [Room(platform, human, r, creds.id, creds.handle) for r in room_ids]
 
 
 Answer = Callable[[dict[str, Any]], Reply]

@@ -10,10 +10,11 @@ from typing import Any
 import trio
 from anthropic_stub import HANG
 from band_trio_claude import ClaudeAgentAdapter
-from claude_support import DONE, ClaudeStub, agent_in_rooms, config_for, reply
+from claude_support import DONE, ClaudeStub, config_for, reply
 
 from band_trio.adapter import GENERIC_FAILURE_MESSAGE
 from band_trio.local import LocalPlatform
+from band_trio.testing.rooms import agent_in_rooms
 
 TIMEOUT = 60
 

@@ -19,7 +19,6 @@ from claude_support import (
     NO_REPLY,
     SEND,
     ClaudeStub,
-    agent_in_rooms,
     call,
     config_for,
     last_user_text,
@@ -30,6 +29,7 @@ from claude_support import (
 from band_trio import SimpleAdapter
 from band_trio.adapter import MISSING_REPLY_MESSAGE
 from band_trio.local import HumanClient, LocalPlatform
+from band_trio.testing.rooms import agent_in_rooms
 
 TIMEOUT = 60
 
@@ -198,7 +198,7 @@ async def test_a_first_turn_is_given_the_room_history(
             posted = await room.post("tell me the code word")
             assert await room.settled(posted) == "processed"
         adapter = ClaudeAgentAdapter(config_for(claude_stub, claude_home))
-        async with agent_in_rooms(band_platform, adapter, room_ids=[room.room_id]) as [room]:
+        async with agent_in_rooms(band_platform, adapter, join=[room]) as [room]:
             posted = await room.post("what was the code word?")
             assert await room.settled(posted) == "processed"
     (prompt,) = prompts
@@ -229,7 +229,7 @@ async def test_a_restarted_agent_resumes_the_claude_conversation(
             )
             session = first.session_id(room.room_id)
         second = ClaudeAgentAdapter(config_for(claude_stub, claude_home))
-        async with agent_in_rooms(band_platform, second, room_ids=[room.room_id]) as [room]:
+        async with agent_in_rooms(band_platform, second, join=[room]) as [room]:
             posted = await room.post("what is the code word?")
             assert await room.settled(posted) == "processed"
 

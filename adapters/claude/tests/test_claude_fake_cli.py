@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import trio
 from band_trio_claude import ClaudeAgentAdapter
-from claude_support import agent_in_rooms, alive, fake_config, pids
+from claude_support import alive, fake_config, pids
 
-import band_trio
 from band_trio.adapter import GENERIC_FAILURE_MESSAGE
 from band_trio.local import LocalPlatform
+from band_trio.testing.rooms import agent_in_rooms
 
 TIMEOUT = 60
 
@@ -57,9 +57,8 @@ async def test_a_cli_that_ignores_the_interrupt_is_killed_and_the_room_is_free(
         fake_config(tmp_path, "ignore-interrupt", interrupt_timeout=0.5, close_timeout=0.5)
     )
     # The second turn never ends: the agent stops after a short drain.
-    config = band_trio.AgentConfig(state_dir=None, max_attempts=1, shutdown_timeout=1.0)
     with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, adapter, config=config) as [room]:
+        async with agent_in_rooms(band_platform, adapter, shutdown_timeout=1.0) as [room]:
             await room.post("take your time")
             await band_platform.wait_for(lambda: len(pids(tmp_path)) == 1)
             # The pid is written before the SDK finished connecting.

@@ -12,18 +12,10 @@ from typing import Any
 
 import trio
 from band_trio_claude import ClaudeAgentAdapter
-from claude_support import (
-    DONE,
-    ClaudeStub,
-    agent_in_rooms,
-    alive,
-    config_for,
-    fake_config,
-    pids,
-    reply,
-)
+from claude_support import DONE, ClaudeStub, alive, config_for, fake_config, pids, reply
 
 from band_trio.local import LocalPlatform
+from band_trio.testing.rooms import agent_in_rooms
 
 TIMEOUT = 60
 

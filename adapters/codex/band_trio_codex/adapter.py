@@ -54,8 +54,6 @@ from band_trio.adapter import (
 )
 from band_trio_codex.config import CodexConfig
 from band_trio_codex.history import (
-    THREAD_EVENT_TEXT,
-    THREAD_METADATA_KEY,
     CodexHistory,
     CodexHistoryConverter,
     turn_input,
@@ -81,6 +79,7 @@ CLIENT_NAME: Final = "band_trio_codex"
 _APPROVAL_REPLY: Final = re.compile(r"(?<!\S)/(approve|deny)\s+`?([0-9a-f]{6})\b", re.IGNORECASE)
 _POLL_FIRST: Final = 0.25  # seconds before the first re-read of an approval wait
 _POLL_MAX: Final = 5.0  # the longest pause between two reads
+_THREADS: Final = CodexHistoryConverter()  # records a room's thread id
 
 
 class CodexTurnError(BandError):
@@ -389,11 +388,8 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
     async def _answer_from(
         self, tools: AgentToolsProtocol, ident: str, approvers: Mapping[str, str]
     ) -> tuple[str, str] | None:
-        read = getattr(tools, "unprocessed_messages", None)
-        if read is None:
-            return None  # these tools cannot read the room: the wait times out
         try:
-            messages = await read()
+            messages = await tools.unprocessed_messages()
         except BandError as exc:
             logger.warning("room %s: could not read approval replies: %r", tools.room_id, exc)
             return None
@@ -534,17 +530,12 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
         thread_id = process.thread_id
         assert thread_id is not None
         self._threads[room_id] = thread_id
-        if self._recorded.get(room_id) != thread_id and self.features.emits(Emit.TASK_EVENTS):
-            try:
-                await tools.send_event(
-                    THREAD_EVENT_TEXT,
-                    "task",
-                    {THREAD_METADATA_KEY: thread_id, "codex_room_id": room_id},
-                )
-            except Exception as exc:
-                logger.warning("room %s: could not record the Codex thread: %r", room_id, exc)
-            else:
-                self._recorded[room_id] = thread_id
+        if (
+            self._recorded.get(room_id) != thread_id
+            and self.features.emits(Emit.TASK_EVENTS)
+            and await _THREADS.record(tools, thread_id, {"codex_room_id": room_id})
+        ):
+            self._recorded[room_id] = thread_id
         return new
 
     def _thread_settings(self, room_id: str) -> dict[str, Any]:

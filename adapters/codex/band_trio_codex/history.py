@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-import attrs
-
 from band_trio import HistoryItem, PlatformMessage
-from band_trio.adapter import render_turn_lines
+from band_trio.adapter import ResumableHistory, ResumableHistoryConverter, render_turn_lines
 
 __all__ = [
     "HISTORY_HEADER",
@@ -34,57 +32,41 @@ THREAD_EVENT_TEXT: Final = "Codex thread"
 HISTORY_HEADER: Final = "[Conversation History]"
 """The line before the room's history in a new thread's first turn."""
 
-_TOOL_EVENTS: Final = frozenset({"tool_call", "tool_result"})
 
+class CodexHistory(ResumableHistory):
+    """A room's history for a Codex turn: a :class:`~band_trio.adapter.ResumableHistory`
+    whose ``resume_id`` is the newest Codex thread id recorded in the room (a
+    ``task`` event with ``codex_thread_id`` metadata), also read as
+    :attr:`thread_id`.
 
-@attrs.frozen
-class CodexHistory:
-    """A room's history for a Codex turn.
-
-    Attributes:
-        text: the earlier messages, one ``[Sender]: text`` line each (tool
-            events as their JSON text); empty when there are none.
-        thread_id: the newest Codex thread id recorded in the room (a ``task``
-            event with ``codex_thread_id`` metadata), or None.
+    Args:
+        text: the earlier messages (see :class:`~band_trio.adapter.ResumableHistory`).
+        thread_id: the thread to resume, or None.
     """
 
-    text: str = ""
-    thread_id: str | None = None
+    __slots__ = ()
+
+    def __init__(self, text: str = "", thread_id: str | None = None) -> None:
+        super().__init__(text, thread_id)
+
+    @property
+    def thread_id(self) -> str | None:
+        """The newest Codex thread id recorded in the room, or None."""
+        return self.resume_id
 
 
-class CodexHistoryConverter:
-    """Converts a room's history for :class:`~band_trio_codex.CodexAdapter`.
-
-    Messages of others read ``[Name]: text``, this agent's own ``[Name (you)]:
-    text``; tool calls and results keep their JSON text; thoughts, errors and
-    other events are left out.
-    """
+class CodexHistoryConverter(ResumableHistoryConverter):
+    """Converts a room's history for :class:`~band_trio_codex.CodexAdapter`:
+    a :class:`~band_trio.adapter.ResumableHistoryConverter` reading the
+    thread id under ``THREAD_METADATA_KEY`` (``codex_thread_id``)."""
 
     def __init__(self) -> None:
-        self.agent_name = ""
-
-    def set_agent_name(self, name: str) -> None:
-        """Remember this agent's name (to mark its own messages)."""
-        self.agent_name = name
+        super().__init__(THREAD_METADATA_KEY, THREAD_EVENT_TEXT)
 
     def convert(self, items: Sequence[HistoryItem]) -> CodexHistory:
         """The history as text, and the newest thread id in it."""
-        lines: list[str] = []
-        thread_id: str | None = None
-        for item in items:
-            if item.message_type == "task":
-                value = item.metadata.get(THREAD_METADATA_KEY)
-                if isinstance(value, str) and value:
-                    thread_id = value
-                continue
-            if item.message_type in _TOOL_EVENTS:
-                lines.append(f"[{item.sender_name}] {item.message_type}: {item.content}")
-            elif item.message_type == "text" and item.content.strip():
-                label = (
-                    f"{item.sender_name} (you)" if item.role == "assistant" else item.sender_name
-                )
-                lines.append(f"[{label}]: {item.content}")
-        return CodexHistory("\n".join(lines), thread_id)
+        history = super().convert(items)
+        return CodexHistory(history.text, history.resume_id)
 
 
 def turn_input(

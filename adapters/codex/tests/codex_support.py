@@ -1,22 +1,20 @@
 """Helpers of the Codex adapter's tests: the fake app-server's script and
-log, and a room with an agent in it on the local platform."""
+log, and the real binary's offline config (rooms with an agent in them come
+from ``band_trio.testing.rooms``)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import attrs
 import trio
-from band_trio_codex import CodexAdapter, CodexConfig
-
-import band_trio
-from band_trio.local import HumanClient, LocalPlatform
+from band_trio_codex import CodexConfig
 
 FAKE = Path(__file__).with_name("fake_codex.py")
 SEND = "band_send_message"
@@ -110,75 +108,6 @@ def open_pipes() -> int:
         with suppress(OSError):
             count += os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
     return count
-
-
-@attrs.define
-class Room:
-    platform: LocalPlatform
-    human: HumanClient
-    room_id: str
-    agent_id: str
-    agent_handle: str
-
-    @property
-    def state(self) -> Any:
-        return self.platform.state.rooms[self.room_id]
-
-    def from_agent(self, kind: str | None = None) -> list[Any]:
-        return [
-            m
-            for m in self.state.messages
-            if m.sender_id == self.agent_id and (kind is None or m.message_type == kind)
-        ]
-
-    def status(self, message_id: str) -> str | None:
-        delivery = self.state.by_id[message_id].deliveries.get(self.agent_id)
-        return None if delivery is None else str(delivery.status)
-
-    async def post(self, content: str) -> str:
-        sent = await self.human.post_message(
-            self.room_id, f"@{self.agent_handle} {content}", [self.agent_handle]
-        )
-        return str(sent["id"])
-
-    async def settled(self, message_id: str) -> str:
-        """Wait until the agent settled the message; its delivery status."""
-        await self.platform.wait_for(lambda: self.status(message_id) in ("processed", "failed"))
-        return str(self.status(message_id))
-
-
-@asynccontextmanager
-async def agent_in_rooms(
-    platform: LocalPlatform,
-    adapter: CodexAdapter,
-    rooms: int = 1,
-    *,
-    room_ids: list[str] | None = None,
-    shutdown_timeout: float = 30.0,
-    **agent_settings: Any,
-) -> AsyncIterator[list[Room]]:
-    """An agent serving ``adapter`` in ``rooms`` new rooms (or the given ones);
-    ``agent_settings`` go to its ``AgentConfig``."""
-    creds = platform.agents[0]
-    config = band_trio.AgentConfig(
-        state_dir=None, max_attempts=1, shutdown_timeout=shutdown_timeout, **agent_settings
-    )
-    async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
-        if room_ids is None:
-            room_ids = []
-            for index in range(rooms):
-                room = await human.create_room(f"codex {index}")
-                await human.add_participant(room["id"], creds.id)
-                room_ids.append(str(room["id"]))
-        async with band_trio.open_agent(
-            adapter=adapter,
-            agent_id=creds.id,
-            api_key=creds.api_key,
-            rest_url=platform.rest_url,
-            ws_url=platform.ws_url,
-            config=config,
-        ):
-            yield [Room(platform, human, r, creds.id, creds.handle) for r in room_ids]
 
 
 def real_config(binary: Path, stub_url: str, home: Path, **kwargs: Any) -> CodexConfig:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +18,14 @@ import pytest
 import trio
 from band_trio_codex import ApprovalSettings, CodexAdapter
 from band_trio_codex.adapter import approval_reply
-from codex_support import FakeCodex, Room, agent_in_rooms, reply
+from codex_support import FakeCodex, reply
 
 from band_trio import BandConfigError
-from band_trio.local import HumanClient, LocalPlatform
+from band_trio.local import LocalPlatform
+from band_trio.testing.rooms import AgentRoom, agent_in_rooms
 
 TIMEOUT = 30
+GUEST = ("Guest", "guest")  # a second person in the room: a member, not its owner
 APPROVAL = {
     "request": "item/commandExecution/requestApproval",
     "params": {"itemId": "i1", "command": "touch approved.txt"},
@@ -64,21 +64,17 @@ async def test_the_owners_request_is_approved_and_another_participants_is_not(
     band_platform: LocalPlatform, fake: FakeCodex
 ) -> None:
     user_id = band_platform.user.id
-    guest = band_platform.create_user("Guest", "guest")
-    fake.script([APPROVAL, reply("ok", [user_id])], [APPROVAL, LEGACY, reply("ok", [guest.id])])
     adapter = CodexAdapter(fake.config(approval_policy="on-request", approvals=ApprovalSettings()))
     with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, adapter) as [room]:
+        async with agent_in_rooms(band_platform, adapter, people=[GUEST]) as [room]:
+            guest_id = room.people["guest"][0].id
+            fake.script(
+                [APPROVAL, reply("ok", [user_id])], [APPROVAL, LEGACY, reply("ok", [guest_id])]
+            )
             posted = await room.post("please touch the file")
             assert await room.settled(posted) == "processed"
-            async with HumanClient(base_url=band_platform.rest_url, api_key=guest.api_key) as other:
-                request = await other.send_contact_request(band_platform.user.handle)
-                await room.human.approve_contact_request(request["id"])
-                await room.human.add_participant(room.room_id, guest.id)
-                sent = await other.post_message(
-                    room.room_id, f"@{room.agent_handle} touch it too", [room.agent_handle]
-                )
-                assert await room.settled(str(sent["id"])) == "processed"
+            sent = await room.post("touch it too", by="guest")
+            assert await room.settled(sent) == "processed"
     owner_answer, _tool, guest_answer, guest_legacy, _tool2 = fake.answers()
     assert owner_answer["result"] == {"decision": "accept"}
     assert guest_answer["result"] == {"decision": "decline"}
@@ -133,25 +129,7 @@ def test_approvals_are_validated_at_construction(fake: FakeCodex) -> None:
         fake.config(sandbox="wide-open")
 
 
-@asynccontextmanager
-async def _guest(platform: LocalPlatform, room: Room) -> AsyncIterator[tuple[HumanClient, str]]:
-    """A second person in ``room`` (a member, not its owner): client and id."""
-    guest = platform.create_user("Guest", "guest")
-    async with HumanClient(base_url=platform.rest_url, api_key=guest.api_key) as other:
-        request = await other.send_contact_request(platform.user.handle)
-        await room.human.approve_contact_request(request["id"])
-        await room.human.add_participant(room.room_id, guest.id)
-        yield other, guest.id
-
-
-async def _post(client: HumanClient, room: Room, content: str) -> str:
-    sent = await client.post_message(
-        room.room_id, f"@{room.agent_handle} {content}", [room.agent_handle]
-    )
-    return str(sent["id"])
-
-
-async def _wait_id(platform: LocalPlatform, room: Room) -> str:
+async def _wait_id(platform: LocalPlatform, room: AgentRoom) -> str:
     """The id of the approval wait the agent announced in the room."""
     found: list[str] = []
 
@@ -178,12 +156,10 @@ async def test_the_owner_approves_another_participants_request_in_the_room(
 ) -> None:
     adapter = CodexAdapter(_waiting(fake, approval_timeout=20))
     with trio.fail_after(TIMEOUT):
-        async with (
-            agent_in_rooms(band_platform, adapter) as [room],
-            _guest(band_platform, room) as (guest, guest_id),
-        ):
+        async with agent_in_rooms(band_platform, adapter, people=[GUEST]) as [room]:
+            guest_id = room.people["guest"][0].id
             fake.script([APPROVAL, reply("done", [guest_id])])
-            asked = await _post(guest, room, "touch the file")
+            asked = await room.post("touch the file", by="guest")
             ident = await _wait_id(band_platform, room)
             answer = await room.post(f"/approve {ident}")
             assert await room.settled(asked) == "processed"
@@ -209,14 +185,12 @@ async def test_another_participants_approve_is_ignored_and_the_wait_declines_onc
     # the turn ends normally after the decline, neither timed out nor interrupted.
     adapter = CodexAdapter(_waiting(fake, approval_timeout=1.5))
     with trio.fail_after(TIMEOUT):
-        async with (
-            agent_in_rooms(band_platform, adapter) as [room],
-            _guest(band_platform, room) as (guest, guest_id),
-        ):
+        async with agent_in_rooms(band_platform, adapter, people=[GUEST]) as [room]:
+            guest_id = room.people["guest"][0].id
             fake.script([APPROVAL, reply("not allowed", [guest_id])])
-            asked = await _post(guest, room, "touch the file")
+            asked = await room.post("touch the file", by="guest")
             ident = await _wait_id(band_platform, room)
-            answer = await _post(guest, room, f"/approve {ident}")
+            answer = await room.post(f"/approve {ident}", by="guest")
             assert await room.settled(asked) == "processed"
             assert await room.settled(answer) == "processed"
     approval, _tool = fake.answers()
@@ -244,12 +218,10 @@ async def test_a_denial_from_a_named_approver_declines(
         )
     )
     with trio.fail_after(TIMEOUT):
-        async with (
-            agent_in_rooms(band_platform, adapter) as [room],
-            _guest(band_platform, room) as (guest, guest_id),
-        ):
+        async with agent_in_rooms(band_platform, adapter, people=[GUEST]) as [room]:
+            guest_id = room.people["guest"][0].id
             fake.script([APPROVAL, reply("denied", [guest_id])])
-            asked = await _post(guest, room, "touch the file")
+            asked = await room.post("touch the file", by="guest")
             ident = await _wait_id(band_platform, room)
             await room.post(f"/deny {ident}")
             assert await room.settled(asked) == "processed"
@@ -269,11 +241,10 @@ async def test_a_turn_the_runtime_ends_during_an_approval_wait_is_settled_once(
     adapter = CodexAdapter(config)
     fake.script([APPROVAL], [reply("back", [user_id])])
     with trio.fail_after(TIMEOUT):
-        async with (
-            agent_in_rooms(band_platform, adapter, turn_timeout=1.0) as [room],
-            _guest(band_platform, room) as (guest, _guest_id),
-        ):
-            asked = await _post(guest, room, "touch the file")
+        async with agent_in_rooms(band_platform, adapter, people=[GUEST], turn_timeout=1.0) as [
+            room
+        ]:
+            asked = await room.post("touch the file", by="guest")
             await _wait_id(band_platform, room)
             assert await room.settled(asked) == "failed"
             posted = await room.post("again")

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import trio
 from band_trio_codex import CodexAdapter
-from codex_support import FakeCodex, agent_in_rooms, gone, open_pipes, reply, until
+from codex_support import FakeCodex, gone, open_pipes, reply, until
 
 from band_trio.local import LocalPlatform
+from band_trio.testing.rooms import agent_in_rooms
 
 TIMEOUT = 30
 

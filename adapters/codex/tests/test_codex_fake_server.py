@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 import trio
 from band_trio_codex import THREAD_METADATA_KEY, CodexAdapter, CodexConfig
-from codex_support import NO_REPLY, SEND, FakeCodex, agent_in_rooms, call, gone, reply
+from codex_support import NO_REPLY, SEND, FakeCodex, call, gone, reply
 
 from band_trio.adapter import GENERIC_FAILURE_MESSAGE
 from band_trio.local import LocalPlatform
+from band_trio.testing.rooms import agent_in_rooms
 
 TIMEOUT = 30
 
@@ -211,7 +212,7 @@ async def test_usage_after_a_restart_is_anchored_at_the_first_total_seen(
             assert await room.settled(posted) == "processed"
         # A restarted agent: a new adapter, a new process resuming the thread.
         second_agent = CodexAdapter(fake.config())
-        async with agent_in_rooms(band_platform, second_agent, room_ids=[room.room_id]) as [room]:
+        async with agent_in_rooms(band_platform, second_agent, join=[room]) as [room]:
             posted = await room.post("second")
             assert await room.settled(posted) == "processed"
     assert [u["input_tokens"] for u in _usage_events(room)] == [100, 150]

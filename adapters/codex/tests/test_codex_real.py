@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import attrs
+import pytest
 import trio
 from band_trio_codex import ApprovalSettings, CodexAdapter
-from codex_support import NO_REPLY, SEND, agent_in_rooms, real_config, until
+from codex_support import NO_REPLY, SEND, real_config, until
 from responses_stub import (
     HANG,
     ResponsesStub,
@@ -27,10 +29,43 @@ from responses_stub import (
     reasoning_item,
 )
 
-from band_trio.local import HumanClient, LocalPlatform
+from band_trio.local import LocalPlatform
+from band_trio.testing.rooms import AgentRoom, agent_in_rooms
 
 TIMEOUT = 90
 DONE = [message_item("Done.")]
+GUEST = ("Guest", "guest")  # a second person in the room: a member, not its owner
+
+
+@attrs.define
+class RealCodex:
+    """The real binary answering from the scripted Responses API, and the
+    local platform its agents serve rooms of."""
+
+    platform: LocalPlatform
+    stub: ResponsesStub
+    binary: Path
+    home: Path
+
+    def adapter(self, **settings: Any) -> CodexAdapter:
+        """An adapter on the real binary (``settings`` go to its config)."""
+        return CodexAdapter(real_config(self.binary, self.stub.url, self.home, **settings))
+
+    def serve(
+        self, adapter: CodexAdapter, **rooms: Any
+    ) -> AbstractAsyncContextManager[list[AgentRoom]]:
+        """An agent on ``adapter`` serving rooms (``rooms``: as for ``agent_in_rooms``)."""
+        return agent_in_rooms(self.platform, adapter, **rooms)
+
+
+@pytest.fixture
+def codex(
+    band_platform: LocalPlatform,
+    responses_stub: ResponsesStub,
+    codex_binary: Path,
+    codex_home: Path,
+) -> RealCodex:
+    return RealCodex(band_platform, responses_stub, codex_binary, codex_home)
 
 
 def send(content: str, mentions: list[str], call_id: str = "call_a") -> list[dict[str, Any]]:
@@ -47,25 +82,22 @@ def _developer_texts(body: dict[str, Any]) -> list[str]:
 
 
 async def test_a_reply_through_the_band_tool(
-    band_platform: LocalPlatform,
-    responses_stub: ResponsesStub,
-    codex_binary: Path,
-    codex_home: Path,
+    codex: RealCodex,
 ) -> None:
-    user_id = band_platform.user.id
-    responses_stub.push(
+    user_id = codex.platform.user.id
+    codex.stub.push(
         [reasoning_item("The user says hi; I answer."), *send("hello from codex", [user_id])],
         DONE,
     )
-    adapter = CodexAdapter(real_config(codex_binary, responses_stub.url, codex_home))
+    adapter = codex.adapter()
     with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, adapter) as [room]:
+        async with codex.serve(adapter) as [room]:
             posted = await room.post("hi")
             assert await room.settled(posted) == "processed"
             pid = adapter.process_pid(room.room_id)
     (sent,) = room.from_agent("text")
     assert sent.content.endswith("hello from codex")
-    first, second = responses_stub.bodies
+    first, second = codex.stub.bodies
     tools = [t.get("name") for t in first["tools"]]
     assert SEND in tools
     assert NO_REPLY in tools
@@ -90,24 +122,21 @@ async def test_a_reply_through_the_band_tool(
 
 
 async def test_no_reply_and_a_failing_tool_call(
-    band_platform: LocalPlatform,
-    responses_stub: ResponsesStub,
-    codex_binary: Path,
-    codex_home: Path,
+    codex: RealCodex,
 ) -> None:
-    user_id = band_platform.user.id
-    responses_stub.push(
+    user_id = codex.platform.user.id
+    codex.stub.push(
         [function_call(SEND, {"mentions": [user_id]}, "call_bad")],
         [function_call(NO_REPLY, {"reason": "nothing to add"}, "call_quiet")],
         DONE,
     )
-    adapter = CodexAdapter(real_config(codex_binary, responses_stub.url, codex_home))
+    adapter = codex.adapter()
     with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, adapter) as [room]:
+        async with codex.serve(adapter) as [room]:
             posted = await room.post("fyi")
             assert await room.settled(posted) == "processed"
     assert room.from_agent("text") == []
-    (bad,) = function_outputs(responses_stub.bodies[1])
+    (bad,) = function_outputs(codex.stub.bodies[1])
     assert bad["call_id"] == "call_bad"
     assert "content" in bad["output"]
     results = [json.loads(m.content) for m in room.from_agent("tool_result")]
@@ -115,22 +144,19 @@ async def test_no_reply_and_a_failing_tool_call(
 
 
 async def test_two_rooms_at_once(
-    band_platform: LocalPlatform,
-    responses_stub: ResponsesStub,
-    codex_binary: Path,
-    codex_home: Path,
+    codex: RealCodex,
 ) -> None:
-    user_id = band_platform.user.id
+    user_id = codex.platform.user.id
 
     def answer(body: dict[str, Any]) -> Any:
         if function_outputs(body):
             return DONE
-        return send("one each", [user_id], f"call_{len(responses_stub.bodies)}")
+        return send("one each", [user_id], f"call_{len(codex.stub.bodies)}")
 
-    responses_stub.default = answer
-    adapter = CodexAdapter(real_config(codex_binary, responses_stub.url, codex_home))
+    codex.stub.default = answer
+    adapter = codex.adapter()
     with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, adapter, rooms=2) as [first, second]:
+        async with codex.serve(adapter, rooms=2) as [first, second]:
             a = await first.post("one")
             b = await second.post("two")
             assert await first.settled(a) == "processed"
@@ -145,26 +171,22 @@ async def test_two_rooms_at_once(
 
 
 async def test_a_restarted_agent_resumes_the_rooms_thread(
-    band_platform: LocalPlatform,
-    responses_stub: ResponsesStub,
-    codex_binary: Path,
-    codex_home: Path,
+    codex: RealCodex,
 ) -> None:
-    user_id = band_platform.user.id
-    responses_stub.push(send("noted", [user_id]), DONE, send("heliotrope", [user_id]), DONE)
-    config = real_config(codex_binary, responses_stub.url, codex_home)
-    first_adapter = CodexAdapter(config)
+    user_id = codex.platform.user.id
+    codex.stub.push(send("noted", [user_id]), DONE, send("heliotrope", [user_id]), DONE)
+    first_adapter = codex.adapter()
     with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, first_adapter) as [room]:
+        async with codex.serve(first_adapter) as [room]:
             posted = await room.post("the code word is heliotrope")
             assert await room.settled(posted) == "processed"
             thread = first_adapter.thread_id(room.room_id)
-        second_adapter = CodexAdapter(config)
-        async with agent_in_rooms(band_platform, second_adapter, room_ids=[room.room_id]) as [room]:
+        second_adapter = codex.adapter()
+        async with codex.serve(second_adapter, join=[room]) as [room]:
             posted = await room.post("what was the code word?")
             assert await room.settled(posted) == "processed"
             assert second_adapter.thread_id(room.room_id) == thread
-    resumed = responses_stub.bodies[2]
+    resumed = codex.stub.bodies[2]
     text = json.dumps(resumed["input"])
     assert "the code word is heliotrope" in text
     # The system prompt went into the thread once, when it was new.
@@ -175,18 +197,15 @@ async def test_a_restarted_agent_resumes_the_rooms_thread(
 
 
 async def test_an_interrupt_mid_turn_stops_codex_and_the_room_goes_on(
-    band_platform: LocalPlatform,
-    responses_stub: ResponsesStub,
-    codex_binary: Path,
-    codex_home: Path,
+    codex: RealCodex,
 ) -> None:
-    user_id = band_platform.user.id
-    responses_stub.push(HANG, send("here I am", [user_id]), DONE)
-    adapter = CodexAdapter(real_config(codex_binary, responses_stub.url, codex_home))
+    user_id = codex.platform.user.id
+    codex.stub.push(HANG, send("here I am", [user_id]), DONE)
+    adapter = codex.adapter()
     with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, adapter) as [room]:
+        async with codex.serve(adapter) as [room]:
             await room.post("take your time")
-            await until(lambda: len(responses_stub.bodies) == 1)
+            await until(lambda: len(codex.stub.bodies) == 1)
             pid = adapter.process_pid(room.room_id)
             await room.human.control(room.room_id, "interrupt")
             posted = await room.post("are you there?")
@@ -199,20 +218,16 @@ async def test_an_interrupt_mid_turn_stops_codex_and_the_room_goes_on(
 
 
 async def test_approvals_granted_for_the_owner_and_refused_for_another_participant(
-    band_platform: LocalPlatform,
-    responses_stub: ResponsesStub,
-    codex_binary: Path,
-    codex_home: Path,
+    codex: RealCodex,
 ) -> None:
-    user_id = band_platform.user.id
-    guest = band_platform.create_user("Guest", "guest")
-    workdir = codex_home / "work"
+    user_id = codex.platform.user.id
+    workdir = codex.home / "work"
     workdir.mkdir()
 
     def touch(name: str) -> list[dict[str, Any]]:
         return [function_call("exec_command", {"cmd": f"touch {name}"}, f"call_{name}")]
 
-    responses_stub.push(
+    codex.stub.push(
         touch("by-owner"),
         send("done", [user_id], "call_o"),
         DONE,
@@ -220,29 +235,20 @@ async def test_approvals_granted_for_the_owner_and_refused_for_another_participa
         send("no", ["guest"], "call_g"),
         DONE,
     )
-    config = real_config(
-        codex_binary,
-        responses_stub.url,
-        codex_home,
+    adapter = codex.adapter(
         approval_policy="untrusted",
         # The workspace is writable in the sandbox, so an approved touch
         # succeeds whether Codex's sandbox can be set up on this machine or not.
         sandbox="workspace-write",
         approvals=ApprovalSettings(),
+        cwd=workdir,
     )
-    adapter = CodexAdapter(attrs.evolve(config, cwd=workdir))
     with trio.fail_after(TIMEOUT):
-        async with agent_in_rooms(band_platform, adapter) as [room]:
+        async with codex.serve(adapter, people=[GUEST]) as [room]:
             posted = await room.post("touch by-owner")
             assert await room.settled(posted) == "processed"
-            async with HumanClient(base_url=band_platform.rest_url, api_key=guest.api_key) as other:
-                request = await other.send_contact_request(band_platform.user.handle)
-                await room.human.approve_contact_request(request["id"])
-                await room.human.add_participant(room.room_id, guest.id)
-                sent = await other.post_message(
-                    room.room_id, f"@{room.agent_handle} touch by-guest", [room.agent_handle]
-                )
-                assert await room.settled(str(sent["id"])) == "processed"
+            sent = await room.post("touch by-guest", by="guest")
+            assert await room.settled(sent) == "processed"
     notices = [m.content for m in room.from_agent() if "Approval requested" in m.content]
     owner_notice, guest_notice = notices
     assert "touch by-owner" in owner_notice
@@ -254,28 +260,21 @@ async def test_approvals_granted_for_the_owner_and_refused_for_another_participa
 
 
 async def test_the_owner_approves_another_participants_command_in_the_room(
-    band_platform: LocalPlatform,
-    responses_stub: ResponsesStub,
-    codex_binary: Path,
-    codex_home: Path,
+    codex: RealCodex,
 ) -> None:
-    guest = band_platform.create_user("Guest", "guest")
-    workdir = codex_home / "work"
+    workdir = codex.home / "work"
     workdir.mkdir()
-    responses_stub.push(
+    codex.stub.push(
         [function_call("exec_command", {"cmd": "touch by-guest"}, "call_t")],
         send("done", ["guest"], "call_g"),
         DONE,
     )
-    config = real_config(
-        codex_binary,
-        responses_stub.url,
-        codex_home,
+    adapter = codex.adapter(
         approval_policy="untrusted",
         sandbox="workspace-write",
         approvals=ApprovalSettings(approval_timeout=TIMEOUT / 2),
+        cwd=workdir,
     )
-    adapter = CodexAdapter(attrs.evolve(config, cwd=workdir))
     found: list[str] = []
 
     def announced() -> bool:
@@ -287,19 +286,11 @@ async def test_the_owner_approves_another_participants_command_in_the_room(
         return False
 
     with trio.fail_after(TIMEOUT):
-        async with (
-            agent_in_rooms(band_platform, adapter) as [room],
-            HumanClient(base_url=band_platform.rest_url, api_key=guest.api_key) as other,
-        ):
-            request = await other.send_contact_request(band_platform.user.handle)
-            await room.human.approve_contact_request(request["id"])
-            await room.human.add_participant(room.room_id, guest.id)
-            sent = await other.post_message(
-                room.room_id, f"@{room.agent_handle} touch by-guest", [room.agent_handle]
-            )
-            await band_platform.wait_for(announced)
+        async with codex.serve(adapter, people=[GUEST]) as [room]:
+            sent = await room.post("touch by-guest", by="guest")
+            await codex.platform.wait_for(announced)
             answer = await room.post(f"/approve {found[0]}")
-            assert await room.settled(str(sent["id"])) == "processed"
+            assert await room.settled(sent) == "processed"
             assert await room.settled(answer) == "processed"
     assert any(
         f"Approval `{found[0]}`" in m.content and "**accept**" in m.content

@@ -3,10 +3,11 @@ chat model, and LangGraphAdapter on Trio.
 
 Run it with ``uv run python adapters/langgraph/examples/scripted_agent.py``.
 It starts an embedded Band platform, creates a room with you (the platform's
-user) and the agent, posts a question, and prints the conversation once the
-agent has answered through ``band_send_message``. Swap ``ScriptedChatModel``
-for any LangChain chat model with ``bind_tools`` (and the local platform for
-the real one) to run a real agent.
+user) and the agent (``agent_in_rooms``), posts a question, and prints the
+conversation once the agent has answered through ``band_send_message``. Swap
+``ScriptedChatModel`` for any LangChain chat model with ``bind_tools`` (and
+the local platform and its room helper for ``band_trio.open_agent`` on the
+real one) to run a real agent.
 """
 
 from __future__ import annotations
@@ -17,11 +18,8 @@ import trio
 from band_trio_langgraph import LangGraphAdapter, LangGraphAdapterConfig
 from band_trio_langgraph.testing import ScriptedChatModel, ai, tool_call
 
-import band_trio
-from band_trio import (
-    HumanClient,
-    open_local_platform,
-)
+from band_trio import open_local_platform
+from band_trio.testing.rooms import agent_in_rooms
 
 
 def scripted_model(user_id: str) -> ScriptedChatModel:
@@ -50,29 +48,11 @@ async def main() -> list[str]:
             LangGraphAdapterConfig(custom_section="Answer briefly."),
             model=scripted_model(platform.user.id),
         )
-        async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
-            room = await human.create_room("LangGraph demo")
-            await human.add_participant(room["id"], creds.id)
-            async with band_trio.open_agent(
-                adapter=adapter,
-                agent_id=creds.id,
-                api_key=creds.api_key,
-                rest_url=platform.rest_url,
-                ws_url=platform.ws_url,
-                config=band_trio.AgentConfig(state_dir=None),
-            ):
-                sent = await human.post_message(
-                    room["id"], f"@{creds.handle} what is LangGraph?", [creds.handle]
-                )
-                state = platform.state.rooms[room["id"]]
-
-                def answered() -> bool:
-                    delivery = state.by_id[sent["id"]].deliveries.get(creds.id)
-                    return delivery is not None and str(delivery.status) == "processed"
-
-                with trio.fail_after(30):
-                    await platform.wait_for(answered)
-        return platform.transcript(room["id"])
+        async with agent_in_rooms(platform, adapter, agent=creds, title="LangGraph demo") as [room]:
+            posted = await room.post("what is LangGraph?")
+            with trio.fail_after(30):
+                await room.settled(posted)
+        return platform.transcript(room.room_id)
 
 
 if __name__ == "__main__":

@@ -3,11 +3,11 @@
 
 Run it with ``uv run python adapters/pydantic_ai/examples/function_model_agent.py``.
 It starts an embedded Band platform, creates a room with you (the platform's
-user) and the agent, posts a question, and prints the conversation once the
-agent has answered through ``band_send_message``. Swap the ``FunctionModel``
-for a real model (``Agent("anthropic:claude-sonnet-5-5")``, with
-pydantic-ai's provider extra installed) and the local platform for the real
-one to run a real agent.
+user) and the agent (``agent_in_rooms``), posts a question, and prints the
+conversation once the agent has answered through ``band_send_message``. Swap
+the ``FunctionModel`` for a real model (``Agent("anthropic:claude-sonnet-5-5")``,
+with pydantic-ai's provider extra installed) and the local platform and its
+room helper for ``band_trio.open_agent`` on the real one to run a real agent.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-import band_trio
-from band_trio import HumanClient, open_local_platform
+from band_trio import open_local_platform
 from band_trio.adapter import PromptSettings
+from band_trio.testing.rooms import agent_in_rooms
 
 
 def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -58,29 +58,13 @@ async def main() -> list[str]:
             agent=Agent(FunctionModel(answer)),
             prompt=PromptSettings(custom_section="Answer briefly."),
         )
-        async with HumanClient(base_url=platform.rest_url, api_key=platform.user.api_key) as human:
-            room = await human.create_room("PydanticAI demo")
-            await human.add_participant(room["id"], creds.id)
-            async with band_trio.open_agent(
-                adapter=adapter,
-                agent_id=creds.id,
-                api_key=creds.api_key,
-                rest_url=platform.rest_url,
-                ws_url=platform.ws_url,
-                config=band_trio.AgentConfig(state_dir=None),
-            ):
-                sent = await human.post_message(
-                    room["id"], f"@{creds.handle} what is pydantic-ai?", [creds.handle]
-                )
-                state = platform.state.rooms[room["id"]]
-
-                def answered() -> bool:
-                    delivery = state.by_id[sent["id"]].deliveries.get(creds.id)
-                    return delivery is not None and str(delivery.status) == "processed"
-
-                with trio.fail_after(30):
-                    await platform.wait_for(answered)
-        return platform.transcript(room["id"])
+        async with agent_in_rooms(platform, adapter, agent=creds, title="PydanticAI demo") as [
+            room
+        ]:
+            posted = await room.post("what is pydantic-ai?")
+            with trio.fail_after(30):
+                await room.settled(posted)
+        return platform.transcript(room.room_id)
 
 
 if __name__ == "__main__":
