@@ -119,8 +119,12 @@ ADAPTER = {
     "INTERRUPTED_TOOL_RESULT", "HistoryRecord", "HistoryText", "HistoryToolCall",
     "HistoryToolResult", "read_history", "sender_label",
     "ResumableHistory", "ResumableHistoryConverter",
+    # settings of adapters
+    "FieldCheck", "PromptFields", "check_tool_names", "config_or_default", "flag", "function",
+    "instance_of", "one_of",
+    "optional", "as_dict", "as_path", "positive_int", "seconds", "string_map", "text",
     # per-room child processes
-    "Residents", "ResidentsStatistics", "kill_process_group",
+    "Residents", "ResidentsStatistics", "kill_process_group", "room_workdir",
 }  # fmt: skip
 
 

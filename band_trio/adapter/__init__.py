@@ -26,14 +26,38 @@ both the tools and the runtime build on.
   :class:`ResumableHistoryConverter` / :class:`ResumableHistory` (for a
   framework that keeps its own conversation: the history as text and the
   conversation id recorded in the room).
+* Settings: the field checks of :mod:`band_trio.adapter.config_checks`
+  (:func:`positive_int`, :func:`seconds`, :func:`text`, :func:`flag`,
+  :func:`one_of`, :func:`instance_of`, :func:`string_map`, :func:`function`,
+  :func:`optional`; the converters :func:`as_path` and :func:`as_dict`);
+  :func:`config_or_default` and :func:`check_tool_names` for a constructor's
+  ``config`` and tools; :class:`PromptFields` / :meth:`PromptSettings.of` for
+  the three prompt fields.
 * Per-room child processes: :class:`Residents` (which rooms hold one, which
-  to close: idle, over the limit) and :func:`kill_process_group`.
+  to close: idle, over the limit), :func:`kill_process_group` and
+  :func:`room_workdir`.
 
 This layer sits below the tools and the runtime and imports neither; adapters
 for a given LLM framework live in their own distributions and build on it.
 """
 
 from band_trio.adapter.capabilities import Capability, ToolCategory, ToolEffect
+from band_trio.adapter.config_checks import (
+    FieldCheck,
+    as_dict,
+    as_path,
+    check_tool_names,
+    config_or_default,
+    flag,
+    function,
+    instance_of,
+    one_of,
+    optional,
+    positive_int,
+    seconds,
+    string_map,
+    text,
+)
 from band_trio.adapter.content import (
     EVENT_CONTENT_LIMIT,
     TRUNCATION_MARKER,
@@ -72,6 +96,7 @@ from band_trio.adapter.messages import (
 from band_trio.adapter.prompt import (
     CAPABILITY_SECTIONS,
     HISTORY_START,
+    PromptFields,
     PromptSettings,
     TurnLine,
     render_system_prompt,
@@ -87,7 +112,12 @@ from band_trio.adapter.protocols import (
     ReportsStuckThreads,
     TurnJudging,
 )
-from band_trio.adapter.residents import Residents, ResidentsStatistics, kill_process_group
+from band_trio.adapter.residents import (
+    Residents,
+    ResidentsStatistics,
+    kill_process_group,
+    room_workdir,
+)
 from band_trio.adapter.resumable import ResumableHistory, ResumableHistoryConverter
 from band_trio.adapter.roster import Roster, available_handles, resolve_mention
 from band_trio.adapter.simple import SimpleAdapter
@@ -146,6 +176,7 @@ __all__ = [
     "CustomToolSet",
     "Emit",
     "FailureReporter",
+    "FieldCheck",
     "FrameworkAdapter",
     "HistoryConverter",
     "HistoryItem",
@@ -160,6 +191,7 @@ __all__ = [
     "NamedHistoryConverter",
     "PlatformMessage",
     "Preprocessor",
+    "PromptFields",
     "PromptSettings",
     "ReportsStuckThreads",
     "Residents",
@@ -181,14 +213,24 @@ __all__ = [
     "TurnJudging",
     "TurnLine",
     "Usage",
+    "as_dict",
+    "as_path",
     "available_handles",
+    "check_tool_names",
+    "config_or_default",
     "emit_usage",
+    "flag",
+    "function",
     "image_blocks_placeholder",
+    "instance_of",
     "is_usage_event",
     "is_visible",
     "kill_process_group",
     "offered_neutral_tools",
     "offered_tool_schemas",
+    "one_of",
+    "optional",
+    "positive_int",
     "post_thought",
     "post_tool_call",
     "post_tool_result",
@@ -198,9 +240,13 @@ __all__ = [
     "report_failure",
     "resolve_features",
     "resolve_mention",
+    "room_workdir",
     "run_tool_call",
+    "seconds",
     "sender_label",
+    "string_map",
     "system_line",
+    "text",
     "to_jsonable",
     "tool_call_content",
     "tool_exception_result",

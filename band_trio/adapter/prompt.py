@@ -12,17 +12,18 @@ room id, no tool list and no date, so it stays the same for every room.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final, Literal, Protocol
+from typing import Final, Literal, Protocol
 
 import attrs
 
 from band_trio.adapter.capabilities import Capability
+from band_trio.adapter.config_checks import flag, optional, text
 from band_trio.adapter.messages import PlatformMessage
-from band_trio.errors import BandConfigError
 
 __all__ = [
     "CAPABILITY_SECTIONS",
     "HISTORY_START",
+    "PromptFields",
     "PromptSettings",
     "TurnLine",
     "render_system_prompt",
@@ -179,22 +180,10 @@ def render_system_prompt(
     return "\n\n".join(sections)
 
 
-def _optional_text(_inst: object, attr: Any, value: object) -> None:
-    if value is not None and not isinstance(value, str):
-        raise BandConfigError(f"{attr.name} must be a string; got {type(value).__name__}")
+class PromptFields(Protocol):
+    """An adapter's settings that carry the three prompt fields of
+    :class:`PromptSettings` (read by :meth:`PromptSettings.of`)."""
 
-
-def _text(_inst: object, attr: Any, value: object) -> None:
-    if not isinstance(value, str):
-        raise BandConfigError(f"{attr.name} must be a string; got {type(value).__name__}")
-
-
-def _flag(_inst: object, attr: Any, value: object) -> None:
-    if not isinstance(value, bool):
-        raise BandConfigError(f"{attr.name} must be True or False; got {value!r}")
-
-
-class _PromptFields(Protocol):
     @property
     def system_prompt(self) -> str | None: ...
     @property
@@ -219,12 +208,14 @@ class PromptSettings:
         BandConfigError: a value of the wrong type.
     """
 
-    system_prompt: str | None = attrs.field(default=None, validator=_optional_text)
-    custom_section: str = attrs.field(default="", validator=_text)
-    include_base_instructions: bool = attrs.field(default=True, validator=_flag)
+    system_prompt: str | None = attrs.field(default=None, validator=optional(text("system_prompt")))
+    custom_section: str = attrs.field(default="", validator=text("custom_section"))
+    include_base_instructions: bool = attrs.field(
+        default=True, validator=flag("include_base_instructions")
+    )
 
     @classmethod
-    def of(cls, config: _PromptFields) -> PromptSettings:
+    def of(cls, config: PromptFields) -> PromptSettings:
         """The settings of an adapter config that has the three fields of
         the same names."""
         return cls(

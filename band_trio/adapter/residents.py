@@ -1,6 +1,7 @@
 """Which rooms hold a costly resource of their own (a child process per room),
 and which of them to close: :class:`Residents`, plus
-:func:`kill_process_group`, the last of the bounded steps that end a child.
+:func:`kill_process_group`, the last of the bounded steps that end a child,
+and :func:`room_workdir`, where a room's child runs.
 
 An adapter whose framework lives in a child process (the ``claude`` CLI, a
 ``codex app-server``) keeps one per room, opened on the room's first turn and
@@ -18,14 +19,16 @@ import errno
 import os
 import signal
 from collections import OrderedDict
-from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Generic, TypeVar
 
 import attrs
 
+from band_trio.adapter.config_checks import optional, positive_int, seconds
 from band_trio.errors import BandConfigError
 
-__all__ = ["Residents", "ResidentsStatistics", "kill_process_group"]
+__all__ = ["Residents", "ResidentsStatistics", "kill_process_group", "room_workdir"]
 
 T = TypeVar("T")
 
@@ -47,18 +50,6 @@ class ResidentsStatistics:
     opened: int
     closed_idle: int
     closed_over_limit: int
-
-
-def _check_limit(_inst: object, _attr: object, value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise BandConfigError(f"limit must be a positive integer or None; got {value!r}")
-
-
-def _check_idle(_inst: object, _attr: object, value: Any) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
-    ):
-        raise BandConfigError(f"idle_timeout must be a positive number or None; got {value!r}")
 
 
 @attrs.define
@@ -84,8 +75,10 @@ class Residents(Generic[T]):
         BandConfigError: a limit or idle timeout that is not positive.
     """
 
-    limit: int | None = attrs.field(default=None, validator=_check_limit)
-    idle_timeout: float | None = attrs.field(default=None, validator=_check_idle)
+    limit: int | None = attrs.field(default=None, validator=optional(positive_int("limit")))
+    idle_timeout: float | None = attrs.field(
+        default=None, validator=optional(seconds("idle_timeout"))
+    )
     _entries: OrderedDict[str, _Entry[T]] = attrs.field(init=False, factory=OrderedDict)
     _opened: int = attrs.field(init=False, default=0)
     _closed_idle: int = attrs.field(init=False, default=0)
@@ -227,3 +220,28 @@ def kill_process_group(pid: int) -> bool:
             return False
         raise
     return True
+
+
+def room_workdir(
+    room_id: str,
+    *,
+    cwd: Path | None,
+    workspace_for_room: Callable[[str], str | Path] | None,
+) -> Path | None:
+    """The working directory of ``room_id``'s child process.
+
+    Args:
+        room_id: the room.
+        cwd: one directory for every room (None: the agent's own).
+        workspace_for_room: a directory per room, from the room id; it wins
+            over ``cwd`` (an adapter's settings accept only one of the two).
+
+    Returns:
+        ``workspace_for_room(room_id)`` as a :class:`~pathlib.Path`, created
+        when missing, when given; else ``cwd``.
+    """
+    if workspace_for_room is not None:
+        path = Path(workspace_for_room(room_id))
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return cwd

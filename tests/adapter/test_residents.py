@@ -1,6 +1,6 @@
 """``Residents``: which rooms hold a child process, and which to close (idle,
 over the limit, least recently used first, never a room in a turn); and
-``kill_process_group``."""
+``kill_process_group``; ``room_workdir``."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from band_trio import BandConfigError
-from band_trio.adapter import Residents, ResidentsStatistics, kill_process_group
+from band_trio.adapter import Residents, ResidentsStatistics, kill_process_group, room_workdir
 
 
 def test_a_room_reuses_its_resource_and_the_limit_closes_the_least_recently_used() -> None:
@@ -139,3 +140,13 @@ def test_kill_process_group_kills_a_child_of_our_own_group_alone() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_a_rooms_workdir_is_its_workspace_made_on_demand_else_cwd(tmp_path: Path) -> None:
+    assert room_workdir("r1", cwd=None, workspace_for_room=None) is None
+    assert room_workdir("r1", cwd=tmp_path, workspace_for_room=None) == tmp_path
+    made = room_workdir(
+        "r1", cwd=None, workspace_for_room=lambda room: str(tmp_path / "rooms" / room)
+    )
+    assert made == tmp_path / "rooms" / "r1"
+    assert made.is_dir()

@@ -42,7 +42,13 @@ from band_trio.adapter import (
     PromptSettings,
     ToolCategory,
     Usage,
+    config_or_default,
+    flag,
+    instance_of,
+    optional,
+    positive_int,
     render_turn_lines,
+    text,
 )
 from band_trio_anthropic.caching import MAX_CACHE_BREAKPOINTS, CachePolicy, count_breakpoints
 from band_trio_anthropic.converter import AnthropicHistoryConverter
@@ -93,35 +99,6 @@ _NO_REPLY: Final = "band_no_reply"
 Message = dict[str, Any]
 
 
-def _positive(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise BandConfigError(f"{name} must be a positive integer; got {value!r}")
-
-    return check
-
-
-def _optional_positive(name: str) -> Any:
-    check = _positive(name)
-
-    def optional(inst: object, attr: object, value: object) -> None:
-        if value is not None:
-            check(inst, attr, value)
-
-    return optional
-
-
-def _text(name: str, *, optional: bool = False, non_blank: bool = False) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None and optional:
-            return
-        if not isinstance(value, str) or (non_blank and not value.strip()):
-            what = "a non-empty string" if non_blank else "a string"
-            raise BandConfigError(f"{name} must be {what}; got {type(value).__name__}")
-
-    return check
-
-
 def _thinking_budget(_inst: object, _attr: object, value: Any) -> None:
     if value is None:
         return
@@ -129,11 +106,6 @@ def _thinking_budget(_inst: object, _attr: object, value: Any) -> None:
         raise BandConfigError(
             f"thinking_budget must be an integer of at least {MIN_THINKING_BUDGET}; got {value!r}"
         )
-
-
-def _cache_policy(_inst: object, _attr: object, value: Any) -> None:
-    if value is not None and not isinstance(value, CachePolicy):
-        raise BandConfigError(f"cache must be a CachePolicy or None; got {type(value).__name__}")
 
 
 @attrs.frozen(kw_only=True)
@@ -186,30 +158,32 @@ class AnthropicAdapterConfig:
             ``allow_unknown_model`` is false.
     """
 
-    model: str = attrs.field(default=DEFAULT_MODEL, validator=_text("model", non_blank=True))
+    model: str = attrs.field(default=DEFAULT_MODEL, validator=text("model", blank=False))
     allow_unknown_model: bool = False
     api_key: str | None = attrs.field(
-        default=None, repr=False, validator=_text("api_key", optional=True, non_blank=True)
+        default=None, repr=False, validator=optional(text("api_key", blank=False))
     )
-    system_prompt: str | None = attrs.field(
-        default=None, validator=_text("system_prompt", optional=True)
+    system_prompt: str | None = attrs.field(default=None, validator=optional(text("system_prompt")))
+    custom_section: str = attrs.field(default="", validator=text("custom_section"))
+    include_base_instructions: bool = attrs.field(
+        default=True, validator=flag("include_base_instructions")
     )
-    custom_section: str = attrs.field(default="", validator=_text("custom_section"))
-    include_base_instructions: bool = True
-    max_tokens: int = attrs.field(default=DEFAULT_MAX_TOKENS, validator=_positive("max_tokens"))
+    max_tokens: int = attrs.field(default=DEFAULT_MAX_TOKENS, validator=positive_int("max_tokens"))
     max_tool_rounds: int = attrs.field(
-        default=DEFAULT_MAX_TOOL_ROUNDS, validator=_positive("max_tool_rounds")
+        default=DEFAULT_MAX_TOOL_ROUNDS, validator=positive_int("max_tool_rounds")
     )
     max_history_messages: int | None = attrs.field(
         default=DEFAULT_MAX_HISTORY_MESSAGES,
-        validator=_optional_positive("max_history_messages"),
+        validator=optional(positive_int("max_history_messages")),
     )
     history_token_budget: int | None = attrs.field(
         default=DEFAULT_HISTORY_TOKEN_BUDGET,
-        validator=_optional_positive("history_token_budget"),
+        validator=optional(positive_int("history_token_budget")),
     )
     exact_token_counts: bool = False
-    cache: CachePolicy | None = attrs.field(factory=CachePolicy, validator=_cache_policy)
+    cache: CachePolicy | None = attrs.field(
+        factory=CachePolicy, validator=optional(instance_of("cache", CachePolicy))
+    )
     thinking_budget: int | None = attrs.field(default=None, validator=_thinking_budget)
 
     def __attrs_post_init__(self) -> None:
@@ -337,12 +311,7 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
         exclude_tools: Iterable[str] | str | None = None,
         include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
     ) -> None:
-        if config is None:
-            config = AnthropicAdapterConfig()
-        elif not isinstance(config, AnthropicAdapterConfig):
-            raise BandConfigError(
-                f"config must be an AnthropicAdapterConfig; got {type(config).__name__}"
-            )
+        config = config_or_default(config, AnthropicAdapterConfig)
         super().__init__(
             history_converter=history_converter or AnthropicHistoryConverter(),
             # Thoughts are shown only when asked for: the reference's default.
@@ -554,8 +523,8 @@ class AnthropicAdapter(SimpleAdapter[list[dict[str, Any]]]):
     async def _post_thoughts(self, tools: AgentToolsProtocol, blocks: list[Any]) -> None:
         if not self.features.emits(Emit.THOUGHTS):
             return
-        for text in thought_texts(blocks):
-            await self.post_thought(tools, text)
+        for thought in thought_texts(blocks):
+            await self.post_thought(tools, thought)
 
     def _finish(
         self,

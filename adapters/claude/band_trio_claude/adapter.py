@@ -41,7 +41,6 @@ from claude_agent_sdk import (
 from band_trio import (
     AgentFailure,
     AgentToolsProtocol,
-    BandConfigError,
     BandError,
     Capability,
     CustomTools,
@@ -57,6 +56,7 @@ from band_trio.adapter import (
     ToolCategory,
     ToolOutput,
     Usage,
+    config_or_default,
     image_blocks_placeholder,
     post_tool_call,
     post_tool_result,
@@ -174,16 +174,7 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
         exclude_tools: Iterable[str] | str | None = None,
         include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
     ) -> None:
-        if config is None:
-            config = ClaudeAgentConfig()
-        elif not isinstance(config, ClaudeAgentConfig):
-            raise BandConfigError(
-                f"config must be a ClaudeAgentConfig; got {type(config).__name__}"
-            )
-        if custom_tools is not None and not isinstance(custom_tools, CustomTools):
-            raise BandConfigError(
-                f"custom_tools must be a CustomTools; got {type(custom_tools).__name__}"
-            )
+        config = config_or_default(config, ClaudeAgentConfig)
         super().__init__(
             history_converter=history_converter or ClaudeHistoryConverter(),
             emit=emit,
@@ -192,11 +183,7 @@ class ClaudeAgentAdapter(SimpleAdapter[ClaudeHistory]):
             exclude_tools=exclude_tools,
             include_categories=include_categories,
             custom_tools=custom_tools,
-            prompt=PromptSettings(
-                system_prompt=config.system_prompt,
-                custom_section=config.custom_section,
-                include_base_instructions=config.include_base_instructions,
-            ),
+            prompt=PromptSettings.of(config),
         )
         self.config = config
         self._clients: Residents[RoomClient] = Residents(

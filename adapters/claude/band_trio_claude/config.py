@@ -9,6 +9,20 @@ from typing import Any, Final
 import attrs
 
 from band_trio import BandConfigError
+from band_trio.adapter import (
+    as_dict,
+    as_path,
+    flag,
+    function,
+    instance_of,
+    one_of,
+    optional,
+    positive_int,
+    room_workdir,
+    seconds,
+    string_map,
+    text,
+)
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -45,32 +59,6 @@ PERMISSION_MODES: Final = frozenset(
 """The CLI's permission modes."""
 
 
-def _positive_seconds(name: str, *, optional: bool = False) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None and optional:
-            return
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise BandConfigError(f"{name} must be a positive number of seconds; got {value!r}")
-
-    return check
-
-
-def _positive_int(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BandConfigError(f"{name} must be a positive integer; got {value!r}")
-
-    return check
-
-
-def _optional_text(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise BandConfigError(f"{name} must be a non-empty string or None; got {value!r}")
-
-    return check
-
-
 def _names(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = (value,)
@@ -82,29 +70,6 @@ def _names(value: Any) -> tuple[str, ...]:
         if not isinstance(name, str) or not name.strip():
             raise BandConfigError(f"tool names are non-empty strings; got {name!r}")
     return names
-
-
-def _permission_mode(_inst: object, _attr: object, value: Any) -> None:
-    if value is not None and value not in PERMISSION_MODES:
-        raise BandConfigError(
-            f"permission_mode must be one of {sorted(PERMISSION_MODES)} or None; got {value!r}"
-        )
-
-
-def _env(value: Any) -> Mapping[str, str]:
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise BandConfigError("env must map strings to strings")
-    return dict(value)
-
-
-def _path_or_none(value: Any) -> Path | None:
-    if value is None:
-        return None
-    if not isinstance(value, str | Path):
-        raise BandConfigError(f"expected a path; got {type(value).__name__}")
-    return Path(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -153,50 +118,64 @@ class ClaudeAgentConfig:
             ``cwd`` and ``workspace_for_room``.
     """
 
-    model: str | None = attrs.field(default=DEFAULT_MODEL, validator=_optional_text("model"))
-    system_prompt: str | None = attrs.field(default=None, validator=_optional_text("system_prompt"))
-    custom_section: str = ""
-    include_base_instructions: bool = True
+    model: str | None = attrs.field(
+        default=DEFAULT_MODEL, validator=optional(text("model", blank=False))
+    )
+    system_prompt: str | None = attrs.field(
+        default=None, validator=optional(text("system_prompt", blank=False))
+    )
+    custom_section: str = attrs.field(default="", validator=text("custom_section"))
+    include_base_instructions: bool = attrs.field(
+        default=True, validator=flag("include_base_instructions")
+    )
     claude_tools: tuple[str, ...] = attrs.field(default=(), converter=_names)
     allowed_tools: tuple[str, ...] = attrs.field(default=(), converter=_names)
     disallowed_tools: tuple[str, ...] = attrs.field(default=(), converter=_names)
-    permission_mode: str | None = attrs.field(default=None, validator=_permission_mode)
-    cwd: Path | None = attrs.field(default=None, converter=_path_or_none)
-    workspace_for_room: Callable[[str], str | Path] | None = None
-    cli_path: Path | None = attrs.field(default=None, converter=_path_or_none)
-    env: Mapping[str, str] = attrs.field(factory=dict, converter=_env, repr=False)
-    max_thinking_tokens: int | None = None
+    permission_mode: str | None = attrs.field(
+        default=None, validator=optional(one_of("permission_mode", PERMISSION_MODES))
+    )
+    cwd: Path | None = attrs.field(
+        default=None,
+        converter=as_path,
+        validator=optional(instance_of("cwd", Path)),
+    )
+    workspace_for_room: Callable[[str], str | Path] | None = attrs.field(
+        default=None, validator=optional(function("workspace_for_room", of="the room id"))
+    )
+    cli_path: Path | None = attrs.field(
+        default=None,
+        converter=as_path,
+        validator=optional(instance_of("cli_path", Path)),
+    )
+    env: Mapping[str, str] = attrs.field(
+        factory=dict, converter=as_dict, validator=string_map("env"), repr=False
+    )
+    max_thinking_tokens: int | None = attrs.field(
+        default=None, validator=optional(positive_int("max_thinking_tokens"))
+    )
     max_buffer_size: int = attrs.field(
-        default=DEFAULT_MAX_BUFFER_SIZE, validator=_positive_int("max_buffer_size")
+        default=DEFAULT_MAX_BUFFER_SIZE, validator=positive_int("max_buffer_size")
     )
     turn_timeout: float | None = attrs.field(
-        default=DEFAULT_TURN_TIMEOUT, validator=_positive_seconds("turn_timeout", optional=True)
+        default=DEFAULT_TURN_TIMEOUT, validator=optional(seconds("turn_timeout"))
     )
     interrupt_timeout: float = attrs.field(
-        default=DEFAULT_INTERRUPT_TIMEOUT, validator=_positive_seconds("interrupt_timeout")
+        default=DEFAULT_INTERRUPT_TIMEOUT, validator=seconds("interrupt_timeout")
     )
     close_timeout: float = attrs.field(
-        default=DEFAULT_CLOSE_TIMEOUT, validator=_positive_seconds("close_timeout")
+        default=DEFAULT_CLOSE_TIMEOUT, validator=seconds("close_timeout")
     )
     idle_timeout: float | None = attrs.field(
-        default=DEFAULT_IDLE_TIMEOUT, validator=_positive_seconds("idle_timeout", optional=True)
+        default=DEFAULT_IDLE_TIMEOUT, validator=optional(seconds("idle_timeout"))
     )
     max_live_clients: int = attrs.field(
-        default=DEFAULT_MAX_LIVE_CLIENTS, validator=_positive_int("max_live_clients")
+        default=DEFAULT_MAX_LIVE_CLIENTS, validator=positive_int("max_live_clients")
     )
 
     def __attrs_post_init__(self) -> None:
         if self.cwd is not None and self.workspace_for_room is not None:
             raise BandConfigError("set either cwd or workspace_for_room, not both")
-        if self.workspace_for_room is not None and not callable(self.workspace_for_room):
-            raise BandConfigError("workspace_for_room must be a function of the room id")
-        if self.max_thinking_tokens is not None:
-            _positive_int("max_thinking_tokens")(self, None, self.max_thinking_tokens)
 
     def workdir(self, room_id: str) -> Path | None:
         """The working directory of ``room_id``'s CLI (created when missing), or None."""
-        if self.workspace_for_room is not None:
-            path = Path(self.workspace_for_room(room_id))
-            path.mkdir(parents=True, exist_ok=True)
-            return path
-        return self.cwd
+        return room_workdir(room_id, cwd=self.cwd, workspace_for_room=self.workspace_for_room)

@@ -36,7 +36,6 @@ import trio
 from band_trio import (
     AgentFailure,
     AgentToolsProtocol,
-    BandConfigError,
     BandError,
     Capability,
     CustomTools,
@@ -50,6 +49,7 @@ from band_trio.adapter import (
     Residents,
     ResidentsStatistics,
     ToolCategory,
+    config_or_default,
     report_failure,
 )
 from band_trio_codex.config import CodexConfig
@@ -146,14 +146,7 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
         exclude_tools: Iterable[str] | str | None = None,
         include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
     ) -> None:
-        if config is None:
-            config = CodexConfig()
-        elif not isinstance(config, CodexConfig):
-            raise BandConfigError(f"config must be a CodexConfig; got {type(config).__name__}")
-        if custom_tools is not None and not isinstance(custom_tools, CustomTools):
-            raise BandConfigError(
-                f"custom_tools must be a CustomTools; got {type(custom_tools).__name__}"
-            )
+        config = config_or_default(config, CodexConfig)
         super().__init__(
             history_converter=history_converter or CodexHistoryConverter(),
             emit=emit,
@@ -162,11 +155,7 @@ class CodexAdapter(SimpleAdapter[CodexHistory]):
             exclude_tools=exclude_tools,
             include_categories=include_categories,
             custom_tools=custom_tools,
-            prompt=PromptSettings(
-                system_prompt=config.system_prompt,
-                custom_section=config.custom_section,
-                include_base_instructions=config.include_base_instructions,
-            ),
+            prompt=PromptSettings.of(config),
         )
         self.config = config
         self._processes: Residents[CodexProcess] = Residents(

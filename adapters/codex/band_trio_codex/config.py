@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -11,6 +10,20 @@ from typing import Any, Final
 import attrs
 
 from band_trio import BandConfigError
+from band_trio.adapter import (
+    as_dict,
+    as_path,
+    flag,
+    function,
+    instance_of,
+    one_of,
+    optional,
+    positive_int,
+    room_workdir,
+    seconds,
+    string_map,
+    text,
+)
 
 __all__ = [
     "APPROVAL_POLICIES",
@@ -46,64 +59,6 @@ SANDBOX_MODES: Final = frozenset({"read-only", "workspace-write", "danger-full-a
 """Codex's sandbox modes (``SandboxMode``)."""
 
 
-def _positive_seconds(name: str, *, optional: bool = False) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None and optional:
-            return
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not 0 < value < math.inf
-        ):
-            raise BandConfigError(
-                f"{name} must be a positive, finite number of seconds; got {value!r}"
-            )
-
-    return check
-
-
-def _positive_int(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BandConfigError(f"{name} must be a positive integer; got {value!r}")
-
-    return check
-
-
-def _one_of(name: str, allowed: frozenset[str], *, optional: bool = False) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None and optional:
-            return
-        if value not in allowed:
-            raise BandConfigError(f"{name} must be one of {sorted(allowed)}; got {value!r}")
-
-    return check
-
-
-def _optional_text(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise BandConfigError(f"{name} must be a non-empty string or None; got {value!r}")
-
-    return check
-
-
-def _string_map(name: str, value: Any) -> Mapping[str, str]:
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise BandConfigError(f"{name} must map strings to strings")
-    return dict(value)
-
-
-def _overrides(value: Any) -> Mapping[str, str]:
-    return _string_map("config_overrides", value)
-
-
-def _env(value: Any) -> Mapping[str, str]:
-    return _string_map("env", value)
-
-
 def _command(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -116,14 +71,6 @@ def _command(value: Any) -> tuple[str, ...] | None:
     if not parts or not all(isinstance(part, str) and part for part in parts):
         raise BandConfigError(f"command must be a non-empty sequence of strings; got {value!r}")
     return parts
-
-
-def _path_or_none(value: Any) -> Path | None:
-    if value is None:
-        return None
-    if not isinstance(value, str | Path):
-        raise BandConfigError(f"expected a path; got {type(value).__name__}")
-    return Path(value)
 
 
 def _participants(value: Any) -> frozenset[str]:
@@ -178,14 +125,12 @@ class ApprovalSettings:
     """
 
     approvers: frozenset[str] = attrs.field(factory=frozenset, converter=_participants)
-    owner_approves: bool = True
+    owner_approves: bool = attrs.field(default=True, validator=flag("owner_approves"))
     approval_timeout: float | None = attrs.field(
-        default=None, validator=_positive_seconds("approval_timeout", optional=True)
+        default=None, validator=optional(seconds("approval_timeout"))
     )
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.owner_approves, bool):
-            raise BandConfigError("owner_approves must be a bool")
         if not self.owner_approves and not self.approvers:
             raise BandConfigError("approvals need the owner or at least one named approver")
 
@@ -239,55 +184,75 @@ class CodexConfig:
     """
 
     command: tuple[str, ...] | None = attrs.field(default=None, converter=_command)
-    codex_path: Path | None = attrs.field(default=None, converter=_path_or_none)
-    config_overrides: Mapping[str, str] = attrs.field(factory=dict, converter=_overrides)
-    env: Mapping[str, str] = attrs.field(factory=dict, converter=_env, repr=False)
-    model: str | None = attrs.field(default=None, validator=_optional_text("model"))
-    system_prompt: str | None = attrs.field(default=None, validator=_optional_text("system_prompt"))
-    custom_section: str = ""
-    include_base_instructions: bool = True
-    cwd: Path | None = attrs.field(default=None, converter=_path_or_none)
-    workspace_for_room: Callable[[str], str | Path] | None = None
+    codex_path: Path | None = attrs.field(
+        default=None,
+        converter=as_path,
+        validator=optional(instance_of("codex_path", Path)),
+    )
+    config_overrides: Mapping[str, str] = attrs.field(
+        factory=dict,
+        converter=as_dict,
+        validator=string_map("config_overrides"),
+    )
+    env: Mapping[str, str] = attrs.field(
+        factory=dict, converter=as_dict, validator=string_map("env"), repr=False
+    )
+    model: str | None = attrs.field(default=None, validator=optional(text("model", blank=False)))
+    system_prompt: str | None = attrs.field(
+        default=None, validator=optional(text("system_prompt", blank=False))
+    )
+    custom_section: str = attrs.field(default="", validator=text("custom_section"))
+    include_base_instructions: bool = attrs.field(
+        default=True, validator=flag("include_base_instructions")
+    )
+    cwd: Path | None = attrs.field(
+        default=None,
+        converter=as_path,
+        validator=optional(instance_of("cwd", Path)),
+    )
+    workspace_for_room: Callable[[str], str | Path] | None = attrs.field(
+        default=None, validator=optional(function("workspace_for_room", of="the room id"))
+    )
     approval_policy: str = attrs.field(
-        default="never", validator=_one_of("approval_policy", APPROVAL_POLICIES)
+        default="never", validator=one_of("approval_policy", APPROVAL_POLICIES)
     )
     sandbox: str | None = attrs.field(
-        default=None, validator=_one_of("sandbox", SANDBOX_MODES, optional=True)
+        default=None, validator=optional(one_of("sandbox", SANDBOX_MODES))
     )
-    approvals: ApprovalSettings | None = None
+    approvals: ApprovalSettings | None = attrs.field(
+        default=None, validator=optional(instance_of("approvals", ApprovalSettings))
+    )
     turn_timeout: float = attrs.field(
-        default=DEFAULT_TURN_TIMEOUT, validator=_positive_seconds("turn_timeout")
+        default=DEFAULT_TURN_TIMEOUT, validator=seconds("turn_timeout")
     )
     request_timeout: float = attrs.field(
-        default=DEFAULT_REQUEST_TIMEOUT, validator=_positive_seconds("request_timeout")
+        default=DEFAULT_REQUEST_TIMEOUT, validator=seconds("request_timeout")
     )
     interrupt_timeout: float = attrs.field(
-        default=DEFAULT_INTERRUPT_TIMEOUT, validator=_positive_seconds("interrupt_timeout")
+        default=DEFAULT_INTERRUPT_TIMEOUT, validator=seconds("interrupt_timeout")
     )
     close_timeout: float = attrs.field(
-        default=DEFAULT_CLOSE_TIMEOUT, validator=_positive_seconds("close_timeout")
+        default=DEFAULT_CLOSE_TIMEOUT, validator=seconds("close_timeout")
     )
     idle_timeout: float | None = attrs.field(
-        default=DEFAULT_IDLE_TIMEOUT, validator=_positive_seconds("idle_timeout", optional=True)
+        default=DEFAULT_IDLE_TIMEOUT, validator=optional(seconds("idle_timeout"))
     )
     max_live_processes: int = attrs.field(
-        default=DEFAULT_MAX_LIVE_PROCESSES, validator=_positive_int("max_live_processes")
+        default=DEFAULT_MAX_LIVE_PROCESSES, validator=positive_int("max_live_processes")
     )
     max_line_bytes: int = attrs.field(
-        default=16 * 1024 * 1024, validator=_positive_int("max_line_bytes")
+        default=16 * 1024 * 1024, validator=positive_int("max_line_bytes")
     )
-    event_buffer: int = attrs.field(default=256, validator=_positive_int("event_buffer"))
-    stderr_path: Path | None = attrs.field(default=None, converter=_path_or_none)
+    event_buffer: int = attrs.field(default=256, validator=positive_int("event_buffer"))
+    stderr_path: Path | None = attrs.field(
+        default=None,
+        converter=as_path,
+        validator=optional(instance_of("stderr_path", Path)),
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.cwd is not None and self.workspace_for_room is not None:
             raise BandConfigError("set either cwd or workspace_for_room, not both")
-        if self.workspace_for_room is not None and not callable(self.workspace_for_room):
-            raise BandConfigError("workspace_for_room must be a function of the room id")
-        if self.approvals is not None and not isinstance(self.approvals, ApprovalSettings):
-            raise BandConfigError(
-                f"approvals must be an ApprovalSettings; got {type(self.approvals).__name__}"
-            )
         if self.approval_policy != "never" and self.approvals is None:
             raise BandConfigError(
                 f"approval_policy {self.approval_policy!r} needs approvals=ApprovalSettings(...) "
@@ -315,8 +280,4 @@ class CodexConfig:
 
     def workdir(self, room_id: str) -> Path | None:
         """The working directory of ``room_id``'s app-server (created when missing), or None."""
-        if self.workspace_for_room is not None:
-            path = Path(self.workspace_for_room(room_id))
-            path.mkdir(parents=True, exist_ok=True)
-            return path
-        return self.cwd
+        return room_workdir(room_id, cwd=self.cwd, workspace_for_room=self.workspace_for_room)

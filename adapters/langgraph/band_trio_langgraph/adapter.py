@@ -58,7 +58,14 @@ from band_trio.adapter import (
     PromptSettings,
     ToolCategory,
     Usage,
+    check_tool_names,
+    config_or_default,
+    flag,
+    optional,
+    positive_int,
     render_turn_lines,
+    seconds,
+    text,
 )
 from band_trio_langgraph.converter import LangChainHistoryConverter
 from band_trio_langgraph.graph import build_agent_graph
@@ -102,40 +109,6 @@ CheckpointerFactory = Callable[[], AbstractAsyncContextManager[BaseCheckpointSav
 e.g. ``lambda: AsyncSqliteSaver.from_conn_string(path)``); closed at cleanup."""
 
 
-def _positive_int(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise BandConfigError(f"{name} must be a positive integer; got {value!r}")
-
-    return check
-
-
-def _non_negative(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise BandConfigError(f"{name} must be a number >= 0; got {value!r}")
-
-    return check
-
-
-def _optional_positive_int(name: str) -> Any:
-    positive = _positive_int(name)
-
-    def check(inst: object, attr: object, value: object) -> None:
-        if value is not None:
-            positive(inst, attr, value)
-
-    return check
-
-
-def _optional_text(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is not None and not isinstance(value, str):
-            raise BandConfigError(f"{name} must be a string; got {type(value).__name__}")
-
-    return check
-
-
 @attrs.frozen(kw_only=True)
 class LangGraphAdapterConfig:
     """Settings of a :class:`LangGraphAdapter` (immutable).
@@ -167,19 +140,23 @@ class LangGraphAdapterConfig:
         BandConfigError: a value of the wrong type or out of range.
     """
 
-    system_prompt: str | None = attrs.field(default=None, validator=_optional_text("system_prompt"))
-    custom_section: str = attrs.field(default="", validator=_optional_text("custom_section"))
-    include_base_instructions: bool = True
-    recursion_limit: int = attrs.field(
-        default=DEFAULT_RECURSION_LIMIT, validator=_positive_int("recursion_limit")
+    system_prompt: str | None = attrs.field(default=None, validator=optional(text("system_prompt")))
+    custom_section: str = attrs.field(default="", validator=text("custom_section"))
+    include_base_instructions: bool = attrs.field(
+        default=True, validator=flag("include_base_instructions")
     )
-    inject_system_prompt: bool | None = None
+    recursion_limit: int = attrs.field(
+        default=DEFAULT_RECURSION_LIMIT, validator=positive_int("recursion_limit")
+    )
+    inject_system_prompt: bool | None = attrs.field(
+        default=None, validator=optional(flag("inject_system_prompt"))
+    )
     cancel_grace: float = attrs.field(
-        default=DEFAULT_CANCEL_GRACE, validator=_non_negative("cancel_grace")
+        default=DEFAULT_CANCEL_GRACE, validator=seconds("cancel_grace", zero=True)
     )
     max_thread_messages: int | None = attrs.field(
         default=DEFAULT_MAX_THREAD_MESSAGES,
-        validator=_optional_positive_int("max_thread_messages"),
+        validator=optional(positive_int("max_thread_messages")),
     )
 
 
@@ -346,12 +323,7 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
         exclude_tools: Iterable[str] | str | None = None,
         include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
     ) -> None:
-        if config is None:
-            config = LangGraphAdapterConfig()
-        elif not isinstance(config, LangGraphAdapterConfig):
-            raise BandConfigError(
-                f"config must be a LangGraphAdapterConfig; got {type(config).__name__}"
-            )
+        config = config_or_default(config, LangGraphAdapterConfig)
         given = [
             n
             for n, v in (("model", model), ("graph_factory", graph_factory), ("graph", graph))
@@ -378,11 +350,7 @@ class LangGraphAdapter(SimpleAdapter[list[BaseMessage]]):
                 raise BandConfigError(f"tools must be LangChain tools; got {type(tool).__name__}")
         custom = [] if custom_tools is None else custom_tools.definitions()
         names = [t.name for t in plain] + [d.name for d in custom]
-        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
-        if clashes:
-            raise BandConfigError(
-                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
-            )
+        check_tool_names(names)
         self.config = config
         self.model = model
         self.graph_factory = graph_factory

@@ -62,7 +62,13 @@ from band_trio.adapter import (
     ToolCategory,
     ToolSchema,
     Usage,
+    check_tool_names,
+    config_or_default,
+    instance_of,
+    optional,
+    positive_int,
     render_turn_lines,
+    seconds,
 )
 from band_trio_pydantic_ai.converter import (
     DEFAULT_HISTORY_BUDGET,
@@ -104,38 +110,6 @@ class TurnTimeoutError(BandError, TimeoutError):
     """A turn ran past ``PydanticAIAdapterConfig.turn_timeout``; the run was cancelled."""
 
 
-def _positive_int(name: str, *, optional: bool = False) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None and optional:
-            return
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise BandConfigError(f"{name} must be a positive integer; got {value!r}")
-
-    return check
-
-
-def _seconds(name: str, *, optional: bool = False, positive: bool = True) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None and optional:
-            return
-        ok = (
-            not isinstance(value, bool)
-            and isinstance(value, int | float)
-            and math.isfinite(value)
-            and (value > 0 if positive else value >= 0)
-        )
-        if not ok:
-            what = "> 0" if positive else ">= 0"
-            raise BandConfigError(f"{name} must be a finite number {what}; got {value!r}")
-
-    return check
-
-
-def _budget(_inst: object, _attr: object, value: object) -> None:
-    if not isinstance(value, HistoryBudget):
-        raise BandConfigError(f"history_budget must be a HistoryBudget; got {type(value).__name__}")
-
-
 @attrs.frozen(kw_only=True)
 class PydanticAIAdapterConfig:
     """Settings of a :class:`PydanticAIAdapter` (immutable).
@@ -160,17 +134,19 @@ class PydanticAIAdapterConfig:
     """
 
     turn_timeout: float | None = attrs.field(
-        default=DEFAULT_TURN_TIMEOUT, validator=_seconds("turn_timeout", optional=True)
+        default=DEFAULT_TURN_TIMEOUT, validator=optional(seconds("turn_timeout"))
     )
     request_limit: int = attrs.field(
-        default=DEFAULT_REQUEST_LIMIT, validator=_positive_int("request_limit")
+        default=DEFAULT_REQUEST_LIMIT, validator=positive_int("request_limit")
     )
     tool_retries: int | None = attrs.field(
-        default=DEFAULT_TOOL_RETRIES, validator=_positive_int("tool_retries", optional=True)
+        default=DEFAULT_TOOL_RETRIES, validator=optional(positive_int("tool_retries"))
     )
-    history_budget: HistoryBudget = attrs.field(default=DEFAULT_HISTORY_BUDGET, validator=_budget)
+    history_budget: HistoryBudget = attrs.field(
+        default=DEFAULT_HISTORY_BUDGET, validator=instance_of("history_budget", HistoryBudget)
+    )
     cancel_grace: float = attrs.field(
-        default=DEFAULT_CANCEL_GRACE, validator=_seconds("cancel_grace", positive=False)
+        default=DEFAULT_CANCEL_GRACE, validator=seconds("cancel_grace", zero=True)
     )
 
 
@@ -296,12 +272,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         exclude_tools: Iterable[str] | str | None = None,
         include_categories: ToolCategory | str | Iterable[ToolCategory | str] | None = None,
     ) -> None:
-        if config is None:
-            config = PydanticAIAdapterConfig()
-        elif not isinstance(config, PydanticAIAdapterConfig):
-            raise BandConfigError(
-                f"config must be a PydanticAIAdapterConfig; got {type(config).__name__}"
-            )
+        config = config_or_default(config, PydanticAIAdapterConfig)
         if (agent is None) == (model is None):
             raise BandConfigError("give exactly one of agent and model")
         if agent is not None and not isinstance(agent, Agent):
@@ -331,11 +302,7 @@ class PydanticAIAdapter(SimpleAdapter[list[ModelMessage]]):
         names = list(plain.tools)
         if self.custom_tools is not None:
             names += [d.name for d in self.custom_tools.definitions()]
-        clashes = sorted({n for n in names if names.count(n) > 1 or n.startswith("band_")})
-        if clashes:
-            raise BandConfigError(
-                f"tool name(s) {', '.join(clashes)} clash with a Band tool or with each other"
-            )
+        check_tool_names(names)
         self.config = config
         self.agent: Agent[Any, Any] = agent if agent is not None else Agent(model)
         self._plain_toolset = plain if plain.tools else None

@@ -43,7 +43,7 @@ from pydantic_ai.messages import (
 )
 
 from band_trio import BandConfigError, HistoryItem
-from band_trio.adapter import HISTORY_START, sender_label
+from band_trio.adapter import HISTORY_START, optional, positive_int, sender_label
 
 __all__ = [
     "DEFAULT_HISTORY_BUDGET",
@@ -65,16 +65,6 @@ _POSTING_TOOLS: Final = frozenset({"band_send_message", "band_send_room_file"})
 _CHARS_PER_TOKEN: Final = 4
 
 
-def _optional_positive(name: str) -> Any:
-    def check(_inst: object, _attr: object, value: object) -> None:
-        if value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise BandConfigError(f"{name} must be a positive integer or None; got {value!r}")
-
-    return check
-
-
 @attrs.frozen(kw_only=True)
 class HistoryBudget:
     """How much conversation a room keeps and sends (immutable).
@@ -94,10 +84,10 @@ class HistoryBudget:
     """
 
     max_messages: int | None = attrs.field(
-        default=200, validator=_optional_positive("max_messages")
+        default=200, validator=optional(positive_int("max_messages"))
     )
     max_tokens: int | None = attrs.field(
-        default=100_000, validator=_optional_positive("max_tokens")
+        default=100_000, validator=optional(positive_int("max_tokens"))
     )
 
 
